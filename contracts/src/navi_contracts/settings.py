@@ -1,0 +1,57 @@
+"""Shared settings base for every Navi package.
+
+Each package declares exactly one subclass with its own ``NAVI_<PACKAGE>_`` prefix. All of them read
+the same repository-root ``.env`` (found by walking up from the source tree, see
+:mod:`navi_contracts.paths`). CLI options are passed as init kwargs, which outrank environment
+variables and ``.env``. Unknown keys under the package's prefix fail loudly (``extra="forbid"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from navi_contracts.paths import dotenv_path
+
+
+class NaviSettings(BaseSettings):
+    """Base class: shared ``.env``, nested groups with ``__``, frozen after validation."""
+
+    model_config: ClassVar[SettingsConfigDict] = SettingsConfigDict(
+        env_prefix="NAVI_",
+        env_file=None,  # set per instance in __init__ so the root is resolved lazily
+        env_file_encoding="utf-8",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+    )
+
+    log_level: str = Field(default="info", description="structlog level: debug, info, warning, error.")
+    log_json: bool | None = Field(
+        default=None, description="Force JSON logs (true) or console logs (false); default: JSON unless a TTY."
+    )
+
+    def __init__(self, **values: Any) -> None:
+        env_file = dotenv_path()
+        values.setdefault("_env_file", env_file if env_file.is_file() else None)
+        super().__init__(**values)
+
+
+class ContractLimits(NaviSettings):
+    """Size limits applied when decoding untrusted wire bytes (``NAVI_CONTRACTS_``)."""
+
+    model_config: ClassVar[SettingsConfigDict] = SettingsConfigDict(env_prefix="NAVI_CONTRACTS_")
+
+    max_message_bytes: int = Field(
+        default=64 * 1024 * 1024, gt=0, description="Largest payload any decoder accepts, in bytes."
+    )
+    max_array_elements: int = Field(
+        default=16 * 1024 * 1024, gt=0, description="Largest element count of one decoded array."
+    )
+    max_batch: int = Field(default=4096, gt=0, description="Largest batch (drones) in one message.")
+    max_payload_entries: int = Field(
+        default=1024, gt=0, description="Largest number of entries in a telemetry payload map."
+    )
