@@ -31,7 +31,7 @@ class NaviSettings(BaseSettings):
 
     log_level: str = Field(default="info", description="structlog level: debug, info, warning, error.")
     log_json: bool | None = Field(
-        default=None, description="Force JSON logs (true) or console logs (false); default: JSON unless a TTY."
+        default=None, description="Force JSON (true) or console (false) logs; default: JSON unless a TTY."
     )
 
     def __init__(self, **values: Any) -> None:
