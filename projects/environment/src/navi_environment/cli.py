@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
+from navi_environment.corpus import commands as corpus_commands
+from navi_environment.runtime import commands as runtime_commands
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Navi environment: build .gmdag scenes and run the batched drone simulator."""
+
+
+corpus_commands.register(main)
+runtime_commands.register(main)
