@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from navi_actor.algorithms.gae import gae_advantages, normalize_advantages
 
 
-def reference_gae(rewards, values, terminated, truncated, final_values, last_values, gamma, lam):
+def reference_gae(rewards, values, terminated, truncated, *, final_values, last_values, gamma, lam):
     """One drone at a time, one step at a time: the textbook definition."""
     T, B = len(rewards), len(rewards[0])
     advantages = [[0.0] * B for _ in range(T)]
@@ -74,10 +74,10 @@ def test_hand_computed_three_step_chain() -> None:
         torch.tensor(values).unsqueeze(1),
         torch.zeros(3, 1, dtype=torch.bool),
         torch.zeros(3, 1, dtype=torch.bool),
-        torch.zeros(3, 1),
-        torch.tensor([last]),
-        gamma,
-        lam,
+        final_values=torch.zeros(3, 1),
+        last_values=torch.tensor([last]),
+        gamma=gamma,
+        gae_lambda=lam,
     )
     assert adv.squeeze(1).tolist() == pytest.approx(expected, rel=1e-6)
 
@@ -96,16 +96,25 @@ def test_matches_reference_loop(T: int, B: int, seed: int, gamma: float, lam: fl
     last_values = torch.randn(B, generator=g, dtype=torch.float64)
     terminated = torch.rand(T, B, generator=g) < 0.2
     truncated = (torch.rand(T, B, generator=g) < 0.2) & ~terminated
-    adv, ret = gae_advantages(rewards, values, terminated, truncated, final_values, last_values, gamma, lam)
+    adv, ret = gae_advantages(
+        rewards,
+        values,
+        terminated,
+        truncated,
+        final_values=final_values,
+        last_values=last_values,
+        gamma=gamma,
+        gae_lambda=lam,
+    )
     expected = reference_gae(
         rewards.tolist(),
         values.tolist(),
         terminated.tolist(),
         truncated.tolist(),
-        final_values.tolist(),
-        last_values.tolist(),
-        gamma,
-        lam,
+        final_values=final_values.tolist(),
+        last_values=last_values.tolist(),
+        gamma=gamma,
+        lam=lam,
     )
     assert torch.allclose(adv, torch.tensor(expected, dtype=torch.float64), atol=1e-9)
     assert torch.allclose(ret, adv + values)
@@ -118,10 +127,10 @@ def test_shape_mismatch_is_a_clear_error() -> None:
             torch.zeros(3, 1),
             torch.zeros(3, 2, dtype=torch.bool),
             torch.zeros(3, 2, dtype=torch.bool),
-            torch.zeros(3, 2),
-            torch.zeros(2),
-            0.9,
-            0.9,
+            final_values=torch.zeros(3, 2),
+            last_values=torch.zeros(2),
+            gamma=0.9,
+            gae_lambda=0.9,
         )
 
 

@@ -11,7 +11,7 @@ T, B, L, S, OBS = 8, 3, 4, 5, (3, 4, 2)
 
 
 def filled_storage() -> RolloutStorage:
-    storage = RolloutStorage(T, B, OBS, action_dim=4, state_size=S, sequence_length=L)
+    storage = RolloutStorage(T, B, obs_shape=OBS, action_dim=4, state_size=S, sequence_length=L)
     for t in range(T):
         tag = torch.arange(B, dtype=torch.float32) + 100 * t  # value = 100 t + b identifies each slot
         storage.insert(
@@ -29,7 +29,7 @@ def filled_storage() -> RolloutStorage:
 
 
 def test_buffers_start_as_nan_sentinels_and_learning_refuses_them() -> None:
-    storage = RolloutStorage(T, B, OBS, action_dim=4, state_size=S, sequence_length=L)
+    storage = RolloutStorage(T, B, obs_shape=OBS, action_dim=4, state_size=S, sequence_length=L)
     assert storage.rewards.isnan().all() and storage.obs.isnan().all()
     with pytest.raises(RuntimeError, match="unwritten"):
         storage.compute_returns(torch.zeros(B), 0.99, 0.95)
@@ -77,7 +77,7 @@ def test_advantages_normalised_once_over_the_whole_rollout() -> None:
 
 
 def test_truncated_rows_keep_their_final_value_and_others_zero() -> None:
-    storage = RolloutStorage(T, B, OBS, action_dim=4, state_size=S, sequence_length=L)
+    storage = RolloutStorage(T, B, obs_shape=OBS, action_dim=4, state_size=S, sequence_length=L)
     truncated = torch.tensor([True, False, False])
     storage.insert_outcome(
         0, torch.zeros(B), torch.zeros(B, dtype=torch.bool), truncated, torch.full((B,), 3.0)
@@ -88,7 +88,7 @@ def test_truncated_rows_keep_their_final_value_and_others_zero() -> None:
 
 def test_bad_geometry_is_rejected_clearly() -> None:
     with pytest.raises(ValueError, match="multiple of the sequence length"):
-        RolloutStorage(10, B, OBS, 4, S, sequence_length=4)
+        RolloutStorage(10, B, obs_shape=OBS, action_dim=4, state_size=S, sequence_length=4)
     storage = filled_storage()
     with pytest.raises(ValueError, match="equal minibatches"):
         next(storage.sequence_minibatches(4))

@@ -17,6 +17,7 @@ def gae_advantages(
     values: torch.Tensor,
     terminated: torch.Tensor,
     truncated: torch.Tensor,
+    *,
     final_values: torch.Tensor,
     last_values: torch.Tensor,
     gamma: float,

@@ -50,6 +50,7 @@ class RolloutStorage:
         self,
         num_steps: int,
         num_envs: int,
+        *,
         obs_shape: tuple[int, ...],
         action_dim: int,
         state_size: int,
@@ -85,6 +86,7 @@ class RolloutStorage:
     def insert(
         self,
         step: int,
+        *,
         obs: torch.Tensor,
         state: torch.Tensor,
         episode_start: torch.Tensor,
@@ -155,10 +157,10 @@ class RolloutStorage:
             self.values,
             self.terminated,
             self.truncated,
-            self.final_values,
-            last_values,
-            gamma,
-            gae_lambda,
+            final_values=self.final_values,
+            last_values=last_values,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
         )
         self.advantages.copy_(normalize_advantages(advantages))
         self.returns.copy_(returns)
