@@ -17,9 +17,10 @@ _ENV_OVERRIDE = "NAVI_REPO_ROOT"
 
 def _find_root(start: Path) -> Path | None:
     for candidate in (start, *start.parents):
-        if all((candidate / marker).exists() for marker in _ROOT_MARKERS) and (
-            candidate / "pyproject.toml"
-        ).is_file():
+        if (
+            all((candidate / marker).exists() for marker in _ROOT_MARKERS)
+            and (candidate / "pyproject.toml").is_file()
+        ):
             return candidate
     return None
 

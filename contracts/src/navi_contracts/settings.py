@@ -55,3 +55,6 @@ class ContractLimits(NaviSettings):
     max_payload_entries: int = Field(
         default=1024, gt=0, description="Largest number of entries in a telemetry payload map."
     )
+    max_string_bytes: int = Field(
+        default=65536, gt=0, description="Longest string (UTF-8 bytes) any decoder accepts."
+    )

@@ -1,0 +1,140 @@
+"""Array field specifications for wire models.
+
+A wire model declares each numpy field as ``Annotated[np.ndarray, ArraySpec(...)]``. The spec names
+its dimensions symbolically (``("B", "Az", "El")``) so the model can check that every field agrees on
+the batch size and the matrix shape, and it carries the value range the contract promises (e.g. depth
+in [0, 1]). Range checks use ``min``/``max`` rather than boolean masks: two vectorised passes, no
+temporary arrays, and NaN fails them automatically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import core_schema
+
+Dim = str | int
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """What one array field must look like.
+
+    Attributes:
+        dtype: the exact numpy dtype (e.g. ``np.float32``).
+        dims: one entry per axis: an int for a fixed size, a name for a size shared across fields.
+        low: smallest allowed value (inclusive), or None.
+        high: largest allowed value (inclusive), or None.
+        finite: reject NaN and infinities (implied by ``low``/``high``).
+    """
+
+    dtype: type[np.generic]
+    dims: tuple[Dim, ...]
+    low: float | None = None
+    high: float | None = None
+    finite: bool = False
+
+    @property
+    def np_dtype(self) -> np.dtype[Any]:
+        """The spec's dtype as a ``numpy.dtype``."""
+        return np.dtype(self.dtype)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        """Validate with :meth:`validate`; no pydantic serialisation (the codec encodes arrays)."""
+        return core_schema.no_info_plain_validator_function(self.validate)
+
+    def validate(self, value: Any) -> np.ndarray:
+        """Coerce ``value`` to a read-only array satisfying this spec.
+
+        An ndarray must already have the exact dtype (a silent cast would hide a producer bug);
+        other inputs (lists, scalars, CPU tensors) are converted when the cast is ``same_kind``.
+
+        Args:
+            value: an ndarray or anything ``np.asarray`` accepts.
+
+        Returns:
+            A read-only view (no copy) of the array.
+
+        Raises:
+            ValueError: wrong dtype, rank, fixed axis size or value range.
+        """
+        array = self._coerce(value)
+        if array.ndim != len(self.dims):
+            raise ValueError(f"expected {len(self.dims)} dimensions {self.dims}, got shape {array.shape}")
+        for axis, dim in enumerate(self.dims):
+            if isinstance(dim, int) and array.shape[axis] != dim:
+                raise ValueError(f"axis {axis} must have size {dim}, got shape {array.shape}")
+        self._check_range(array)
+        view = array.view()
+        view.flags.writeable = False
+        return view
+
+    def _coerce(self, value: Any) -> np.ndarray:
+        expected = self.np_dtype
+        if isinstance(value, np.ndarray):
+            if value.dtype != expected:
+                raise ValueError(
+                    f"must be {expected.name}, got {value.dtype.name} (cast with .astype(np.{expected.name}))"
+                )
+            return value
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"cannot convert {type(value).__name__} to an array: {exc}") from exc
+        if array.dtype == expected:
+            return array
+        if array.dtype == np.bool_ and expected != np.bool_:
+            raise ValueError(f"must be {expected.name}, got bool")
+        if not np.can_cast(array.dtype, expected, casting="same_kind"):
+            raise ValueError(f"must be {expected.name}, got {array.dtype.name} (not a same-kind cast)")
+        return array.astype(expected)
+
+    def _check_range(self, array: np.ndarray) -> None:
+        if array.size == 0 or array.dtype.kind not in "fiu":
+            return
+        if not (self.finite or self.low is not None or self.high is not None):
+            return
+        lowest, highest = array.min(), array.max()
+        if array.dtype.kind == "f" and not (np.isfinite(lowest) and np.isfinite(highest)):
+            raise ValueError("must be finite (found NaN or infinity)")
+        if self.low is not None and lowest < self.low:
+            raise ValueError(f"must be >= {self.low}, found {lowest}")
+        if self.high is not None and highest > self.high:
+            raise ValueError(f"must be <= {self.high}, found {highest}")
+
+
+def bind_dims(
+    fields: dict[str, tuple[np.ndarray | None, ArraySpec]], bound: dict[str, int]
+) -> dict[str, int]:
+    """Check that named dimensions agree across fields, binding them on first sight.
+
+    Args:
+        fields: field name -> (array or None, spec).
+        bound: names already bound (e.g. ``{"Az": 256, "El": 48}`` from ``matrix_shape``).
+
+    Returns:
+        The bindings, extended with every name seen.
+
+    Raises:
+        ValueError: a named dimension disagrees between fields.
+    """
+    bindings = dict(bound)
+    origin = {name: "declared" for name in bindings}
+    for field_name, (array, spec) in fields.items():
+        if array is None:
+            continue
+        for axis, dim in enumerate(spec.dims):
+            if isinstance(dim, int):
+                continue
+            size = array.shape[axis]
+            if dim not in bindings:
+                bindings[dim], origin[dim] = size, field_name
+            elif bindings[dim] != size:
+                raise ValueError(
+                    f"{field_name}: dimension {dim}={size} (shape {array.shape}) disagrees with "
+                    f"{dim}={bindings[dim]} from {origin[dim]}"
+                )
+    return bindings

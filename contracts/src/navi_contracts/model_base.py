@@ -1,0 +1,126 @@
+"""Base class of every wire model: frozen, validated, comparable although it holds arrays.
+
+Pydantic reports problems as ``ValidationError``; the wire layer promises one error type, so the
+constructor re-raises it as :class:`~navi_contracts.errors.ContractError` with one line per problem
+(``DistanceMatrix.depth: must be float32, got float64``).
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from functools import cache
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from navi_contracts.arrays import ArraySpec, bind_dims
+from navi_contracts.errors import ContractError
+
+SCHEMA_VERSION = 2
+"""Version of every model in this release; matches the ``_v2`` topic suffix."""
+
+
+class WireModel(BaseModel):
+    """A message that crosses process boundaries.
+
+    Subclasses set ``WIRE_KIND`` (the ``kind`` written on the wire). Arrays are stored as read-only
+    views; models are immutable and not hashable.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    WIRE_KIND: ClassVar[str] = ""
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+
+    schema_version: int = SCHEMA_VERSION
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ContractError(format_validation_error(type(self).__name__, exc)) from None
+
+    @field_validator("schema_version")
+    @classmethod
+    def _check_schema_version(cls, value: int) -> int:
+        if value != cls.SCHEMA_VERSION:
+            raise ValueError(
+                f"{cls.WIRE_KIND} schema_version mismatch: expected {cls.SCHEMA_VERSION}, got {value}"
+            )
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(
+            values_equal(getattr(self, name), getattr(other, name)) for name in type(self).model_fields
+        )
+
+    def __hash__(self) -> int:
+        raise TypeError(f"{type(self).__name__} holds arrays and is not hashable")
+
+    def check_dims(self, bound: dict[str, int] | None = None) -> dict[str, int]:
+        """Check the named dimensions of this model's array fields agree.
+
+        Args:
+            bound: dimensions fixed by other fields (e.g. ``Az``/``El`` from ``matrix_shape``).
+
+        Returns:
+            Name -> size for every named dimension (``B`` is the batch size).
+        """
+        specs = array_specs(type(self))
+        fields = {name: (getattr(self, name), spec) for name, spec in specs.items()}
+        return bind_dims(fields, bound or {})
+
+
+@cache
+def array_specs(model: type[WireModel]) -> dict[str, ArraySpec]:
+    """Field name -> ArraySpec for the array fields of ``model`` (cached per class)."""
+    specs: dict[str, ArraySpec] = {}
+    for name, info in model.model_fields.items():
+        # ``Annotated[ndarray, spec]`` lands in ``metadata``; ``Annotated[...] | None`` keeps it
+        # inside the union's arguments.
+        union_metadata = [getattr(arg, "__metadata__", ()) for arg in typing.get_args(info.annotation)]
+        for meta in (*info.metadata, *(m for group in union_metadata for m in group)):
+            if isinstance(meta, ArraySpec):
+                specs[name] = meta
+    return specs
+
+
+@cache
+def nested_models(model: type[WireModel]) -> dict[str, type[WireModel]]:
+    """Field name -> nested WireModel class, for fields typed ``SomeModel`` or ``SomeModel | None``."""
+    nested: dict[str, type[WireModel]] = {}
+    for name, info in model.model_fields.items():
+        candidates = (info.annotation, *typing.get_args(info.annotation))
+        for candidate in candidates:
+            if isinstance(candidate, type) and issubclass(candidate, WireModel):
+                nested[name] = candidate
+    return nested
+
+
+def values_equal(left: Any, right: Any) -> bool:
+    """Structural equality that understands arrays (dtype, shape, values) and treats NaN == NaN."""
+    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+        if not (isinstance(left, np.ndarray) and isinstance(right, np.ndarray)):
+            return False
+        if left.dtype != right.dtype or left.shape != right.shape:
+            return False
+        return bool(np.array_equal(left, right, equal_nan=left.dtype.kind == "f"))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(values_equal(left[k], right[k]) for k in left)
+    if isinstance(left, float) and isinstance(right, float) and math.isnan(left) and math.isnan(right):
+        return True
+    return bool(left == right)
+
+
+def format_validation_error(owner: str, exc: ValidationError) -> str:
+    """One readable line per pydantic error: ``Owner.field.sub: message``."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(f"{owner}.{location}: {message}" if location else f"{owner}: {message}")
+    return "; ".join(lines)

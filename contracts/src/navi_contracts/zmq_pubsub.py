@@ -1,0 +1,263 @@
+"""Publish/subscribe helpers: a never-blocking publisher and a per-topic conflating subscriber.
+
+Messages are two frames, ``[topic, payload]``, with ``payload = encode(model)``. ZeroMQ's own
+``CONFLATE`` option cannot serve live views: it breaks multipart messages and keeps one message over
+*all* topics, so a burst of telemetry would hide the latest observation. ``Subscriber(latest_only=True)``
+instead drains what has arrived and keeps the newest message of each topic.
+
+The publisher is an XPUB socket so it can see subscription notices: ``wait_for_subscribers`` is the
+readiness handshake that replaces "sleep and hope" (a PUB drops everything sent before a subscriber's
+subscription has arrived).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import structlog
+import zmq
+
+from navi_contracts.codec import decode, default_limits, encode
+from navi_contracts.errors import ContractError, PeerTimeoutError
+from navi_contracts.model_base import WireModel
+from navi_contracts.settings import ContractLimits
+from navi_contracts.topics import TOPIC_MODELS
+from navi_contracts.zmq_util import bind_with_retry, new_socket, remaining_ms
+
+log = structlog.get_logger()
+
+_SUBSCRIBE, _UNSUBSCRIBE = 1, 0
+_DRAIN_CAP = 10_000  # messages drained per recv call in latest-only mode, so a flood cannot starve us
+
+
+class _Closable:
+    _socket: zmq.Socket[Any]
+
+    def close(self) -> None:
+        """Close the socket at once (linger 0); idempotent."""
+        if not self._socket.closed:
+            self._socket.close(linger=0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Publisher(_Closable):
+    """Publishes wire models on topics; never blocks the caller.
+
+    Args:
+        endpoint: ZeroMQ endpoint, e.g. ``tcp://*:5559``.
+        bind: bind (servers) or connect (e.g. to a forwarding proxy).
+        send_hwm: messages queued per subscriber before ZeroMQ drops new ones for it.
+    """
+
+    def __init__(self, endpoint: str, bind: bool = True, send_hwm: int = 100) -> None:
+        self.endpoint = endpoint
+        self._socket = new_socket(zmq.XPUB)
+        self._socket.setsockopt(zmq.SNDHWM, send_hwm)
+        self._socket.setsockopt(zmq.XPUB_VERBOSE, 1)  # pass every subscription notice, not only the first
+        self._subscriptions: Counter[bytes] = Counter()
+        if bind:
+            bind_with_retry(self._socket, endpoint)
+        else:
+            self._socket.connect(endpoint)
+
+    def publish(self, topic: str, model: WireModel) -> bool:
+        """Encode and publish ``model`` on ``topic``.
+
+        Args:
+            topic: one of :mod:`navi_contracts.topics`; a known topic must carry its own model.
+            model: the message.
+
+        Returns:
+            True when handed to ZeroMQ (which silently drops it for subscribers over their HWM).
+
+        Raises:
+            ContractError: the model does not belong on this topic.
+        """
+        expected = TOPIC_MODELS.get(topic)
+        if expected is not None and type(model) is not expected:
+            raise ContractError(f"topic {topic!r} carries {expected.__name__}, not {type(model).__name__}")
+        return self.publish_raw(topic, encode(model))
+
+    def publish_raw(self, topic: str, payload: bytes | memoryview) -> bool:
+        """Publish already-encoded bytes (stream replay).
+
+        Args:
+            topic: topic name.
+            payload: encoded model bytes.
+
+        Returns:
+            True when handed to ZeroMQ, False when it refused without blocking.
+        """
+        self._drain_notices(0)
+        try:
+            self._socket.send_multipart([topic.encode(), payload], flags=zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            log.debug("contracts.publisher.message_dropped", endpoint=self.endpoint, topic=topic)
+            return False
+        return True
+
+    def wait_for_subscribers(self, topic: str = "", count: int = 1, timeout_ms: int = 5000) -> None:
+        """Block until ``count`` subscription notices covering ``topic`` have arrived.
+
+        Args:
+            topic: the topic that must be covered (a subscription to a prefix of it counts).
+            count: how many notices (one per subscriber and topic) to wait for.
+            timeout_ms: give up after this long.
+
+        Raises:
+            PeerTimeoutError: not enough subscribers within ``timeout_ms``.
+        """
+        wanted = topic.encode()
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            seen = sum(n for prefix, n in self._subscriptions.items() if wanted.startswith(prefix))
+            if seen >= count:
+                return
+            left = remaining_ms(deadline)
+            if left <= 0:
+                raise PeerTimeoutError(
+                    f"{self.endpoint}: {seen} of {count} subscribers for topic {topic!r} "
+                    f"after {timeout_ms} ms"
+                )
+            self._drain_notices(left)
+
+    def _drain_notices(self, timeout_ms: int) -> None:
+        if timeout_ms > 0 and not self._socket.poll(timeout_ms, zmq.POLLIN):
+            return
+        while int(self._socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+            notice = self._socket.recv(zmq.NOBLOCK)
+            if not notice:
+                continue
+            prefix = bytes(notice[1:])
+            if notice[0] == _SUBSCRIBE:
+                self._subscriptions[prefix] += 1
+            elif notice[0] == _UNSUBSCRIBE and self._subscriptions[prefix] > 0:
+                self._subscriptions[prefix] -= 1
+
+
+class Subscriber(_Closable):
+    """Receives wire models from one or more publishers.
+
+    Args:
+        endpoints: endpoint or endpoints to connect to (or bind, with ``bind=True``).
+        topics: topics to subscribe to; None subscribes to everything.
+        latest_only: keep only the newest message per topic (live views); False delivers every
+            message in arrival order (recorders).
+        bind: bind instead of connect.
+        limits: decoding limits; default: :func:`navi_contracts.codec.default_limits`.
+        recv_hwm: messages ZeroMQ buffers before dropping.
+    """
+
+    def __init__(
+        self,
+        endpoints: str | Sequence[str],
+        topics: Sequence[str] | None = None,
+        *,
+        latest_only: bool = False,
+        bind: bool = False,
+        limits: ContractLimits | None = None,
+        recv_hwm: int = 1000,
+    ) -> None:
+        self.endpoints = [endpoints] if isinstance(endpoints, str) else list(endpoints)
+        self.latest_only = latest_only
+        self.dropped = 0
+        self._limits = limits or default_limits()
+        self._pending: dict[str, Any] = {}
+        self._socket = new_socket(zmq.SUB)
+        self._socket.setsockopt(zmq.RCVHWM, recv_hwm)
+        for topic in [""] if topics is None else topics:
+            self._socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        for endpoint in self.endpoints:
+            if bind:
+                bind_with_retry(self._socket, endpoint)
+            else:
+                self._socket.connect(endpoint)
+
+    def recv(self, timeout_ms: int) -> tuple[str, WireModel] | None:
+        """The next decoded message, skipping (and logging) malformed ones.
+
+        Args:
+            timeout_ms: longest wait in milliseconds (0 = only what has already arrived).
+
+        Returns:
+            ``(topic, model)``, or None when nothing valid arrived in time.
+        """
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            item = self._next(remaining_ms(deadline))
+            if item is None:
+                return None
+            topic, payload = item
+            try:
+                return topic, decode(payload.buffer, expected=TOPIC_MODELS.get(topic), limits=self._limits)
+            except ContractError as exc:
+                self._drop(topic, str(exc))
+
+    def recv_raw(self, timeout_ms: int) -> tuple[str, bytes] | None:
+        """The next message's topic and undecoded payload bytes (for recorders).
+
+        Args:
+            timeout_ms: longest wait in milliseconds.
+
+        Returns:
+            ``(topic, payload)``, or None when nothing arrived in time.
+        """
+        item = self._next(timeout_ms)
+        return None if item is None else (item[0], item[1].bytes)
+
+    def _next(self, timeout_ms: int) -> tuple[str, Any] | None:
+        deadline = time.monotonic() + timeout_ms / 1000
+        if self.latest_only:
+            while True:
+                self._drain()
+                if self._pending:
+                    topic = next(iter(self._pending))
+                    return topic, self._pending.pop(topic)
+                left = remaining_ms(deadline)
+                if left <= 0 or not self._socket.poll(left, zmq.POLLIN):
+                    return None
+        while self._socket.poll(remaining_ms(deadline), zmq.POLLIN):
+            item = self._read_one()
+            if item is not None:
+                return item
+        return None
+
+    def _drain(self) -> None:
+        for _ in range(_DRAIN_CAP):
+            if not int(self._socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+                return
+            item = self._read_one()
+            if item is not None:
+                # Re-insert so the dict stays ordered by arrival of each topic's newest message.
+                self._pending.pop(item[0], None)
+                self._pending[item[0]] = item[1]
+
+    def _read_one(self) -> tuple[str, Any] | None:
+        try:
+            frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return None
+        if len(frames) != 2:
+            self._drop("?", f"expected 2 frames [topic, payload], got {len(frames)}")
+            return None
+        try:
+            topic = frames[0].bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            self._drop("?", "topic frame is not UTF-8")
+            return None
+        return topic, frames[1]
+
+    def _drop(self, topic: str, reason: str) -> None:
+        self.dropped += 1
+        log.warning("contracts.subscriber.message_dropped", topic=topic, reason=reason, dropped=self.dropped)
