@@ -1,0 +1,155 @@
+"""The model registry: ``artifacts/models/{registry.json, latest.pt, vNNN.pt}``.
+
+Promoting copies a checkpoint to the next ``vNNN.pt``, refreshes ``latest.pt`` and appends an entry
+to ``registry.json``; every file is written to a temporary name in the same folder and renamed into
+place, so readers never see a half-written model. "Best" is the entry with the highest reward EMA.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from navi_actor.checkpoints.format import load_checkpoint
+
+log = structlog.get_logger()
+
+REGISTRY_SCHEMA_VERSION = 1
+
+
+class RegistryEntry(BaseModel):
+    """One promoted model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = Field(gt=0)
+    file: str
+    source: str
+    step_id: int
+    reward_ema: float | None
+    temporal_core: str
+    encoder_backend: str
+    training_source: str
+    created_at: str
+    promoted_at: str
+    notes: str = ""
+    tags: list[str] = Field(default_factory=list)
+
+
+class RegistryFile(BaseModel):
+    """The whole ``registry.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = REGISTRY_SCHEMA_VERSION
+    models: list[RegistryEntry] = Field(default_factory=list)
+
+
+def _atomic_write_bytes(path: Path, writer: Any) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            writer(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_copy(source: Path, destination: Path) -> None:
+    with source.open("rb") as origin:
+        _atomic_write_bytes(destination, lambda stream: shutil.copyfileobj(origin, stream))
+
+
+class ModelRegistry:
+    """Read and update the registry folder.
+
+    Args:
+        folder: the registry folder (normally ``artifacts_root() / "models"``).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.index_path = folder / "registry.json"
+        self.latest_path = folder / "latest.pt"
+
+    def _read(self) -> RegistryFile:
+        if not self.index_path.is_file():
+            return RegistryFile()
+        try:
+            registry = RegistryFile.model_validate_json(self.index_path.read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise ValueError(f"model registry {self.index_path} is malformed: {error}") from error
+        if registry.schema_version != REGISTRY_SCHEMA_VERSION:
+            raise ValueError(
+                f"model registry {self.index_path} has schema {registry.schema_version}; "
+                f"expected {REGISTRY_SCHEMA_VERSION}"
+            )
+        return registry
+
+    def entries(self) -> list[RegistryEntry]:
+        """Every promoted model, oldest first."""
+        return list(self._read().models)
+
+    def latest(self) -> RegistryEntry | None:
+        """The most recently promoted model, if any."""
+        models = self._read().models
+        return models[-1] if models else None
+
+    def best(self) -> RegistryEntry | None:
+        """The model with the highest reward EMA (entries without one are ignored)."""
+        scored = [entry for entry in self._read().models if entry.reward_ema is not None]
+        return max(scored, key=lambda entry: entry.reward_ema or 0.0) if scored else None
+
+    def path_of(self, entry: RegistryEntry) -> Path:
+        """The ``vNNN.pt`` file of ``entry``."""
+        return self.folder / entry.file
+
+    def promote(self, checkpoint: Path, notes: str = "", tags: list[str] | None = None) -> RegistryEntry:
+        """Copy ``checkpoint`` in as the next version and make it ``latest.pt``.
+
+        Args:
+            checkpoint: a v3 checkpoint file (validated by loading it first).
+            notes: free text stored with the entry.
+            tags: labels stored with the entry.
+
+        Returns:
+            The new :class:`RegistryEntry`.
+        """
+        loaded = load_checkpoint(checkpoint)  # refuse to register anything unreadable
+        self.folder.mkdir(parents=True, exist_ok=True)
+        registry = self._read()
+        version = max((entry.version for entry in registry.models), default=0) + 1
+        entry = RegistryEntry(
+            version=version,
+            file=f"v{version:03d}.pt",
+            source=str(checkpoint.resolve()),
+            step_id=loaded.step_id,
+            reward_ema=loaded.reward_ema,
+            temporal_core=loaded.temporal_core,
+            encoder_backend=loaded.encoder_backend,
+            training_source=loaded.training_source,
+            created_at=loaded.created_at,
+            promoted_at=datetime.now(UTC).isoformat(),
+            notes=notes,
+            tags=list(tags or []),
+        )
+        _atomic_copy(checkpoint, self.folder / entry.file)
+        _atomic_copy(checkpoint, self.latest_path)
+        registry.models.append(entry)
+        payload = json.dumps(registry.model_dump(mode="json"), indent=2).encode("utf-8")
+        _atomic_write_bytes(self.index_path, lambda stream: stream.write(payload))
+        log.info(
+            "actor.registry.promoted", version=version, step_id=entry.step_id, reward_ema=entry.reward_ema
+        )
+        return entry

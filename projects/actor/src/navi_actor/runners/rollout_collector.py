@@ -1,0 +1,189 @@
+"""Collect one rollout: act WITH the recurrent state, clip before physics, shape, bootstrap truncations.
+
+The collector owns the live acting state between rollouts (current observation, recurrent state and
+episode-start mask), so consecutive rollouts continue the same episodes. Per-step work stays on the
+device; the host sees one copy of the episode statistics per rollout (and one ``any()`` per step to
+skip the bootstrap forward pass when nothing was truncated, which is the common case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from navi_actor.algorithms.stage_timer import StageTimer
+from navi_actor.models import ActOutput, NaviPolicy, clip_action
+from navi_actor.runners.env_protocol import VectorEnv, VectorStep
+from navi_actor.storage.rollout_storage import RolloutStorage
+
+
+class RewardShaping(Protocol):
+    """Actor-side reward terms added to the environment's reward (RND, loop penalty, tax...)."""
+
+    def __call__(
+        self, step: VectorStep, acted: ActOutput, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Return ``(shaping_total [B], {term: [B]})`` for this step."""
+        ...
+
+
+@dataclass
+class RolloutStats:
+    """Host-side summary of one rollout."""
+
+    env_steps: int
+    finished_returns: list[float]  # environment-reward returns of episodes that ended
+    finished_shaped_returns: list[float]
+    finished_lengths: list[float]
+    finished_coverage: list[float]
+    collision_rate: float  # collisions per drone-step
+    mean_speed: float
+    reward_terms: dict[str, float]  # mean per drone-step, "env/<term>" and "shaping/<term>"
+    timings: dict[str, float]  # seconds: env, policy, shaping, bootstrap
+
+
+class RolloutCollector:
+    """Steps ``env`` with ``policy`` into ``storage``.
+
+    Args:
+        env: batched environment (:class:`~navi_actor.runners.env_protocol.VectorEnv`).
+        policy: the acting policy (same object the learner trains).
+        storage: rollout buffers sized for ``env.num_actors``.
+        shaping: optional actor-side reward shaping.
+        seed: environment reset seed.
+        on_step: optional callback with the post-step observation [B, 3, Az, El] (telemetry).
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        policy: NaviPolicy,
+        storage: RolloutStorage,
+        *,
+        shaping: RewardShaping | None = None,
+        seed: int | None = None,
+        on_step: Callable[[torch.Tensor], None] | None = None,
+    ) -> None:
+        self.env, self.policy, self.storage, self.shaping = env, policy, storage, shaping
+        self.on_step = on_step
+        device = storage.device
+        B = env.num_actors
+        self.obs = env.reset(seed).to(device).clone()
+        self.state = policy.initial_state(B, device)
+        self.episode_start = torch.ones(B, dtype=torch.bool, device=device)
+        self._running_return = torch.zeros(B, device=device)
+        self._running_shaped = torch.zeros(B, device=device)
+        self._running_length = torch.zeros(B, device=device)
+
+    @torch.no_grad()
+    def collect(self, gamma: float, gae_lambda: float) -> RolloutStats:
+        """Fill the storage with one rollout and compute its advantages.
+
+        Args:
+            gamma: discount for GAE.
+            gae_lambda: GAE lambda.
+
+        Returns:
+            :class:`RolloutStats` (one host copy for the whole rollout).
+        """
+        storage, timer = self.storage, StageTimer()
+        T, B, device = storage.num_steps, self.env.num_actors, storage.device
+        ended = torch.zeros(5, T, B, device=device)  # done, env return, shaped return, length, coverage
+        sums: dict[str, torch.Tensor] = {}
+        self.policy.eval()  # no behaviour change, but makes the intent explicit
+        for t in range(T):
+            with timer.stage("policy"):
+                acted = self.policy.act(self.obs, self.state, self.episode_start)
+                storage.insert(
+                    t,
+                    obs=self.obs,
+                    state=self.state,
+                    episode_start=self.episode_start,
+                    action=acted.action,
+                    log_prob=acted.log_prob,
+                    value=acted.value,
+                )
+            with timer.stage("env"):
+                step = self.env.step(clip_action(acted.action))
+            with timer.stage("shaping"):
+                reward, terms = self._shape(step, acted)
+            with timer.stage("bootstrap"):
+                final_value = self._truncation_values(step, acted.state)
+            storage.insert_outcome(t, reward, step.terminated, step.truncated, final_value)
+            self._account(t, step, reward, ended=ended, sums=sums, terms=terms)
+            self.obs = step.obs.clone()  # the environment may reuse its buffers in place
+            self.state, self.episode_start = acted.state, step.terminated | step.truncated
+            if self.on_step is not None:
+                self.on_step(self.obs)
+        with timer.stage("policy"):
+            last_values = self.policy.value(self.obs, self.state, self.episode_start)
+        storage.compute_returns(last_values, gamma, gae_lambda)
+        return self._summarise(ended, sums, timer.totals())
+
+    def _shape(self, step: VectorStep, acted: ActOutput) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        if self.shaping is None:
+            return step.reward, {}
+        bonus, terms = self.shaping(step, acted, self.episode_start)
+        return step.reward + bonus, terms
+
+    def _truncation_values(self, step: VectorStep, state_after: torch.Tensor) -> torch.Tensor | None:
+        """V(final_obs) with the state of this step (before any reset), only if a row was truncated."""
+        if not bool(step.truncated.any()):
+            return None
+        no_reset = torch.zeros_like(step.truncated)
+        return self.policy.value(step.final_obs.to(self.storage.device), state_after, no_reset)
+
+    def _account(
+        self,
+        t: int,
+        step: VectorStep,
+        reward: torch.Tensor,
+        *,
+        ended: torch.Tensor,
+        sums: dict[str, torch.Tensor],
+        terms: dict[str, torch.Tensor],
+    ) -> None:
+        done = step.terminated | step.truncated
+        self._running_return += step.reward
+        self._running_shaped += reward
+        self._running_length += 1
+        done_f = done.float()
+        coverage = step.info.get("coverage", torch.zeros_like(reward))
+        ended[:, t] = (
+            torch.stack([done_f, self._running_return, self._running_shaped, self._running_length, coverage])
+            * done_f
+        )
+        keep = 1.0 - done_f
+        self._running_return *= keep
+        self._running_shaped *= keep
+        self._running_length *= keep
+        for key, value in step.info.items():
+            if key.startswith("reward/") or key in ("collision", "speed"):
+                name = "env/" + key.removeprefix("reward/") if key.startswith("reward/") else key
+                sums[name] = sums.get(name, 0.0) + value.float().sum()
+        for key, value in terms.items():
+            sums["shaping/" + key] = sums.get("shaping/" + key, 0.0) + value.float().sum()
+
+    def _summarise(
+        self, ended: torch.Tensor, sums: dict[str, torch.Tensor], timings: dict[str, float]
+    ) -> RolloutStats:
+        T, B = ended.shape[1:]
+        names = list(sums)
+        totals = torch.stack([sums[n] for n in names]).tolist() if names else []
+        means = {n: v / (T * B) for n, v in zip(names, totals, strict=True)}
+        mask = ended[0].bool()
+        finished = ended[1:, mask].tolist()  # [4, E] one host copy
+        return RolloutStats(
+            env_steps=T * B,
+            finished_returns=finished[0],
+            finished_shaped_returns=finished[1],
+            finished_lengths=finished[2],
+            finished_coverage=finished[3],
+            collision_rate=means.pop("collision", 0.0),
+            mean_speed=means.pop("speed", 0.0),
+            reward_terms=means,
+            timings=timings,
+        )

@@ -1,0 +1,120 @@
+"""Checkpoint v3: round trip, safe loading, wrong versions, atomicity under a crash, retention."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from navi_actor.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    checkpoint_path,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+)
+from navi_actor.models import NaviPolicy, PolicyConfig
+
+SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8)
+
+
+def make_checkpoint(step_id: int = 123) -> Checkpoint:
+    policy = NaviPolicy(SMALL)
+    optimizer = torch.optim.Adam(policy.parameters())
+    loss = sum(p.sum() for p in policy.parameters())
+    loss.backward()
+    optimizer.step()
+    return Checkpoint(
+        model=policy.state_dict(),
+        policy_config=SMALL,
+        step_id=step_id,
+        episode_count=7,
+        update_index=3,
+        reward_ema=1.25,
+        wall_time_hours=0.5,
+        parent_checkpoint="/somewhere/parent.pt",
+        training_source="bc",
+        corpus_summary={"scenes": 2, "names": ["a", "b"]},
+        settings_json='{"seed": 1}',
+        optimizer=optimizer.state_dict(),
+        rng={"torch": torch.get_rng_state()},
+    )
+
+
+def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
+    original = make_checkpoint()
+    path = save_checkpoint(original, tmp_path / "ckpt.pt")
+    loaded = load_checkpoint(path)
+    for name in (
+        "step_id",
+        "episode_count",
+        "update_index",
+        "reward_ema",
+        "wall_time_hours",
+        "parent_checkpoint",
+        "training_source",
+        "corpus_summary",
+        "settings_json",
+        "created_at",
+    ):
+        assert getattr(loaded, name) == getattr(original, name), name
+    assert loaded.policy_config == SMALL
+    assert loaded.temporal_core == "gru" and loaded.encoder_backend == "rayvit"
+    for key, tensor in original.model.items():
+        assert torch.equal(loaded.model[key], tensor)
+    assert torch.equal(loaded.rng["torch"], original.rng["torch"])
+    policy = NaviPolicy(loaded.policy_config)
+    policy.load_state_dict(loaded.model)
+    optimizer = torch.optim.Adam(policy.parameters())
+    optimizer.load_state_dict(loaded.optimizer)
+    assert optimizer.state_dict()["state"][0]["step"].item() == 1
+
+
+def test_load_refuses_pickled_objects(tmp_path: Path) -> None:
+    path = tmp_path / "evil.pt"
+    payload = make_checkpoint().to_payload()
+    payload["surprise"] = Path("/etc")  # an arbitrary object: weights_only must refuse it
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="cannot be read safely"):
+        load_checkpoint(path)
+
+
+def test_other_versions_fail_fast_with_a_clear_message(tmp_path: Path) -> None:
+    payload = make_checkpoint().to_payload()
+    payload["version"] = 2
+    torch.save(payload, tmp_path / "old.pt")
+    with pytest.raises(CheckpointError, match=r"format version 2; this navi-actor reads only version 3"):
+        load_checkpoint(tmp_path / "old.pt")
+    torch.save({"weights": torch.zeros(1)}, tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="not a Navi actor checkpoint"):
+        load_checkpoint(tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_crash_during_replace_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "ckpt.pt"
+    save_checkpoint(make_checkpoint(step_id=1), path)
+    before = path.read_bytes()
+
+    def crash(*_args: object) -> None:
+        raise OSError("simulated power cut")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="power cut"):
+        save_checkpoint(make_checkpoint(step_id=2), path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert load_checkpoint(path).step_id == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]  # no temporary left behind
+
+
+def test_retention_keeps_the_newest(tmp_path: Path) -> None:
+    for step in (5, 100, 20, 7000):
+        checkpoint_path(tmp_path, step).write_bytes(b"x")
+    deleted = prune_checkpoints(tmp_path, keep=2)
+    assert sorted(p.name for p in deleted) == ["step_000000000005.pt", "step_000000000020.pt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_000000000100.pt", "step_000000007000.pt"]
