@@ -47,8 +47,10 @@ def walk_pool(nodes: np.ndarray, max_depth: int) -> tuple[int, int, int]:
     """
     count = nodes.shape[0]
     colour = np.zeros(count, dtype=np.uint8)  # 0 unseen, 1 on the current path, 2 finished
+    height = np.zeros(count, dtype=np.int64)  # inner levels below and including a finished node
     stack_node = np.empty(max_depth + 2, dtype=np.int64)
     stack_next = np.empty(max_depth + 2, dtype=np.int64)
+    stack_height = np.zeros(max_depth + 2, dtype=np.int64)
     top = 0
     stack_node[0] = 0
     stack_next[0] = 0
@@ -71,7 +73,11 @@ def walk_pool(nodes: np.ndarray, max_depth: int) -> tuple[int, int, int]:
             return WALK_CHILD_BASE_RANGE, node, base
         rank = stack_next[top]
         if rank >= children:
+            # Finished: record the height and pass it to the parent frame.
+            height[node] = stack_height[top] + 1
             colour[node] = 2
+            if top > 0:
+                stack_height[top - 1] = max(stack_height[top - 1], height[node])
             top -= 1
             continue
         stack_next[top] = rank + 1
@@ -81,9 +87,14 @@ def walk_pool(nodes: np.ndarray, max_depth: int) -> tuple[int, int, int]:
         if colour[child] == 1:
             return WALK_CYCLE, node, child
         if colour[child] == 2:
+            # Shared subtree seen before, possibly at a shallower depth: it must still fit here.
+            if top + 1 + height[child] > max_depth:
+                return WALK_TOO_DEEP, child, top + 1
+            stack_height[top] = max(stack_height[top], height[child])
             continue
         colour[child] = 1
         top += 1
         stack_node[top] = child
         stack_next[top] = 0
+        stack_height[top] = 0
     return WALK_OK, 0, 0

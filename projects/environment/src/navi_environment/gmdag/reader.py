@@ -47,7 +47,9 @@ def _check_header(data: bytes, source: str) -> tuple[int, np.ndarray, float, int
         raise _fail(source, f"non-finite bounds: bmin = {bmin.tolist()}")
     if not (math.isfinite(voxel_size) and voxel_size > 0):
         raise _fail(source, f"non-positive voxel size {voxel_size}")
-    if not np.isfinite(bmin.astype(np.float64) + resolution * voxel_size).all():
+    with np.errstate(over="ignore"):
+        bmax = bmin + np.float32(resolution * np.float64(voxel_size))
+    if not np.isfinite(bmax).all():
         raise _fail(source, "non-finite bounds: bmax = bmin + resolution * voxel_size overflows")
     return resolution, bmin, float(voxel_size), node_count
 
@@ -83,7 +85,7 @@ def validate_nodes(nodes: np.ndarray, resolution: int, source: str) -> None:
     max_depth = resolution.bit_length() - 1
     code, node, detail = _walk.walk_pool(np.ascontiguousarray(nodes, dtype=np.uint64), max_depth)
     if code != _walk.WALK_OK:
-        raise _fail(source, _WALK_MESSAGES[code].format(node=node, detail=detail))
+        raise _fail(source, _WALK_MESSAGES[code].format(node=int(node), detail=int(detail)))
 
 
 def decode_gmdag(data: bytes, source: str = "<bytes>") -> GmdagAsset:
