@@ -191,7 +191,7 @@ async def cdp_call(
 
 @contextlib.asynccontextmanager
 async def chromium_page(executable: str, profile: Path, url: str) -> AsyncIterator[DevToolsPage]:
-    """Start headless Chromium, open ``url`` in a 1400x1000 page, and close everything afterwards."""
+    """Start headless Chromium, open ``url`` in a 1400x1500 page, and close everything afterwards."""
     args = [
         executable,
         "--headless",
@@ -206,7 +206,7 @@ async def chromium_page(executable: str, profile: Path, url: str) -> AsyncIterat
         "--remote-debugging-address=127.0.0.1",
         "--remote-debugging-port=0",
         f"--user-data-dir={profile}",
-        "--window-size=1400,1000",
+        "--window-size=1400,1500",
         "about:blank",
     ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -221,7 +221,7 @@ async def chromium_page(executable: str, profile: Path, url: str) -> AsyncIterat
             await page.call(
                 "Emulation.setDeviceMetricsOverride",
                 width=1400,
-                height=1000,
+                height=1500,
                 deviceScaleFactor=1,
                 mobile=False,
             )

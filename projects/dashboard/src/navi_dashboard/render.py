@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-DEPTH_LOG_GAIN = 50.0
+DEPTH_LOG_GAIN = 200.0
 INVALID_DARK = (38, 38, 42)
 INVALID_LIGHT = (78, 78, 86)
 

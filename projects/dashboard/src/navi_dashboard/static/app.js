@@ -37,7 +37,8 @@ function buildCharts(maxPoints) {
   const container = $("charts");
   container.replaceChildren();
   page.lineCharts = CHARTS.map(([title, names]) => new LineChart(container, title, names, maxPoints));
-  page.rewardBars = new BarChart(container, "Reward-term breakdown (latest)");
+  $("side").replaceChildren();
+  page.rewardBars = new BarChart($("side"), "Reward-term breakdown (latest)");
 }
 
 function drawLegend(ticks) {
