@@ -1,0 +1,86 @@
+"""Policy architecture settings: one frozen model embedded by the trainer as a settings group.
+
+The selector names (``encoder_backend``, ``temporal_core``) are the values accepted by
+``--encoder-backend`` / ``NAVI_ACTOR_ENCODER_BACKEND`` and ``--temporal-core`` /
+``NAVI_ACTOR_TEMPORAL_CORE``; they are validated here, once, with an error that lists the choices.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+EncoderBackend = Literal["rayvit", "spherical_cnn"]
+TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
+ENCODER_BACKENDS: tuple[str, ...] = ("rayvit", "spherical_cnn")
+TEMPORAL_CORES: tuple[str, ...] = ("mamba2", "gru", "mambapy")
+
+
+def _check_choice(kind: str, value: Any, choices: tuple[str, ...]) -> Any:
+    if isinstance(value, str) and value not in choices:
+        raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(choices)}")
+    return value
+
+
+class PolicyConfig(BaseModel):
+    """Architecture of :class:`navi_actor.models.NaviPolicy` (one topology, selectable parts)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    encoder_backend: EncoderBackend = Field(
+        default="rayvit", description="Observation encoder: rayvit (default) or spherical_cnn."
+    )
+    temporal_core: TemporalCoreName = Field(
+        default="mamba2", description="Recurrent core: mamba2 (default), gru or mambapy."
+    )
+    embed_dim: int = Field(default=128, gt=0, description="Width of the encoder embedding and core.")
+    action_dim: int = Field(default=4, gt=0, description="Action size: forward, vertical, lateral, yaw.")
+    in_channels: int = Field(default=3, gt=0, description="Observation channels: depth, semantic, valid.")
+    azimuth: int = Field(default=256, gt=0, description="Azimuth bins of the observation.")
+    elevation: int = Field(default=48, gt=0, description="Elevation bins of the observation.")
+    init_log_std: float = Field(default=-0.5, description="Initial log standard deviation of actions.")
+    log_std_min: float = Field(default=-5.0, description="Lower clamp of the action log-std.")
+    log_std_max: float = Field(default=1.0, description="Upper clamp of the action log-std.")
+
+    patch_size: int = Field(default=8, gt=0, description="rayvit: square patch size in bins.")
+    vit_dim: int = Field(default=64, gt=0, description="rayvit: transformer token width (multiple of 4).")
+    vit_layers: int = Field(default=2, gt=0, description="rayvit: transformer layers.")
+    vit_heads: int = Field(default=4, gt=0, description="rayvit: attention heads.")
+    vit_mlp_ratio: int = Field(default=2, gt=0, description="rayvit: MLP hidden width / token width.")
+    cnn_width: int = Field(default=24, gt=0, description="spherical_cnn: stem channels (doubles twice).")
+
+    ssm_state: int = Field(default=16, gt=0, description="mamba cores: SSM state size N.")
+    ssm_expand: int = Field(default=2, gt=0, description="mamba cores: inner width / embed_dim.")
+    ssm_head_dim: int = Field(default=32, gt=0, description="mamba2: channels per SSD head.")
+    ssm_conv_kernel: int = Field(default=4, ge=2, description="mamba cores: causal conv kernel length.")
+    ssm_chunk: int = Field(default=16, gt=0, description="mamba2: chunk length of the SSD scan.")
+
+    @field_validator("encoder_backend", mode="before")
+    @classmethod
+    def _known_encoder(cls, value: Any) -> Any:
+        return _check_choice("encoder_backend", value, ENCODER_BACKENDS)
+
+    @field_validator("temporal_core", mode="before")
+    @classmethod
+    def _known_core(cls, value: Any) -> Any:
+        return _check_choice("temporal_core", value, TEMPORAL_CORES)
+
+    @model_validator(mode="after")
+    def _check_shapes(self) -> PolicyConfig:
+        if self.log_std_min >= self.log_std_max:
+            raise ValueError("log_std_min must be below log_std_max")
+        if not self.log_std_min <= self.init_log_std <= self.log_std_max:
+            raise ValueError("init_log_std must lie within [log_std_min, log_std_max]")
+        if self.encoder_backend == "rayvit":
+            if self.azimuth % self.patch_size or self.elevation % self.patch_size:
+                raise ValueError(
+                    f"rayvit needs azimuth ({self.azimuth}) and elevation ({self.elevation}) "
+                    f"divisible by patch_size ({self.patch_size})"
+                )
+            if self.vit_dim % 4 or self.vit_dim % self.vit_heads:
+                raise ValueError("vit_dim must be a multiple of 4 and of vit_heads")
+        inner = self.ssm_expand * self.embed_dim
+        if self.temporal_core == "mamba2" and inner % self.ssm_head_dim:
+            raise ValueError(f"mamba2 needs ssm_expand*embed_dim ({inner}) divisible by ssm_head_dim")
+        return self

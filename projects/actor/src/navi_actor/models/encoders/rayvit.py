@@ -1,0 +1,86 @@
+"""RayViT: a small pre-norm vision transformer over spherical depth patches.
+
+Why this shape: an 8x8 patch projection turns the 256x48 distance matrix into 32x6 = 192 tokens,
+few enough for full attention on two CPU cores. Attention lets a distant opening on one side of
+the sphere influence the embedding directly. There is no dropout and no batch statistics, so the
+function is identical in train and eval mode (acting and learning see the same network).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as nnf
+from torch import nn
+
+from navi_actor.models.config import PolicyConfig
+from navi_actor.models.positional import spherical_positional_encoding
+
+
+class PreNormBlock(nn.Module):
+    """One transformer layer: ``x + MHA(LN(x))`` then ``x + MLP(LN(x))``."""
+
+    def __init__(self, dim: int, heads: int, mlp_ratio: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm_attn = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.attn_out = nn.Linear(dim, dim)
+        self.norm_mlp = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, mlp_ratio * dim), nn.GELU(), nn.Linear(mlp_ratio * dim, dim))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Apply the layer.
+
+        Args:
+            tokens: ``[B, L, dim]``.
+
+        Returns:
+            ``[B, L, dim]``.
+        """
+        batch, length, dim = tokens.shape
+        qkv = self.qkv(self.norm_attn(tokens))  # [B, L, 3*dim]
+        qkv = qkv.view(batch, length, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        attended = nnf.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])  # [B, H, L, dh]
+        attended = attended.transpose(1, 2).reshape(batch, length, dim)  # [B, H, L, dh] -> [B, L, dim]
+        tokens = tokens + self.attn_out(attended)
+        return tokens + self.mlp(self.norm_mlp(tokens))
+
+
+class RayViTEncoder(nn.Module):
+    """Encode ``[B, C, Az, El]`` spherical observations into ``[B, embed_dim]`` via a [CLS] token."""
+
+    def __init__(self, cfg: PolicyConfig) -> None:
+        super().__init__()
+        patch = cfg.patch_size
+        self.grid = (cfg.azimuth // patch, cfg.elevation // patch)
+        self.patch_embed = nn.Conv2d(cfg.in_channels, cfg.vit_dim, kernel_size=patch, stride=patch)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, cfg.vit_dim))
+        nn.init.normal_(self.cls_token, std=0.02)
+        # Cached once: fixed sin/cos codes, moved with the module by .to(device), not trained.
+        self.register_buffer(
+            "positional", spherical_positional_encoding(*self.grid, cfg.vit_dim)[None], persistent=False
+        )
+        self.blocks = nn.ModuleList(
+            PreNormBlock(cfg.vit_dim, cfg.vit_heads, cfg.vit_mlp_ratio) for _ in range(cfg.vit_layers)
+        )
+        self.norm_out = nn.LayerNorm(cfg.vit_dim)
+        self.project = nn.Linear(cfg.vit_dim, cfg.embed_dim)
+        self.norm_embed = nn.LayerNorm(cfg.embed_dim)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Encode a batch of observations.
+
+        Args:
+            obs: ``[B, C, Az, El]`` float observations.
+
+        Returns:
+            ``[B, embed_dim]`` embeddings.
+        """
+        patches = self.patch_embed(obs)  # [B, D, Az/p, El/p]
+        tokens = patches.flatten(2).transpose(1, 2)  # -> [B, (Az/p)*(El/p), D], row-major (az, el)
+        tokens = tokens + self.positional
+        cls = self.cls_token.expand(tokens.shape[0], -1, -1)
+        tokens = torch.cat([cls, tokens], dim=1)  # [B, 1 + L, D]
+        for block in self.blocks:
+            tokens = block(tokens)
+        return self.norm_embed(self.project(self.norm_out(tokens[:, 0])))

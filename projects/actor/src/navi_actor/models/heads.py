@@ -1,0 +1,66 @@
+"""Actor and critic heads on the core features.
+
+The Gaussian actor uses a state-independent learnable log-std (clamped to a sane range) so
+exploration noise is a slowly learned global quantity rather than something the network can
+blow up per state. Sampled actions are *raw*: log-probabilities refer to the unclipped sample,
+and :func:`clip_action` maps them into the physics range [-1, 1] at the call site.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def clip_action(action: torch.Tensor) -> torch.Tensor:
+    """Clamp raw actions ``[..., A]`` into the physics range ``[-1, 1]``."""
+    return action.clamp(-1.0, 1.0)
+
+
+def gaussian_log_prob(action: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """Log-density of a diagonal Gaussian, summed over the last axis: ``[..., A]`` -> ``[...]``."""
+    z = (action - mean) * torch.exp(-log_std)
+    return (-0.5 * z.square() - log_std - _LOG_SQRT_2PI).sum(dim=-1)
+
+
+def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
+    """Entropy of a diagonal Gaussian, summed over the last axis: ``[..., A]`` -> ``[...]``."""
+    return (0.5 + _LOG_SQRT_2PI + log_std).sum(dim=-1)
+
+
+class GaussianActorHead(nn.Module):
+    """Linear mean and a clamped, state-independent log-std."""
+
+    def __init__(
+        self, features: int, action_dim: int, init_log_std: float, log_std_range: tuple[float, float]
+    ) -> None:
+        super().__init__()
+        self.mean = nn.Linear(features, action_dim)
+        nn.init.orthogonal_(self.mean.weight, gain=0.01)  # near-zero initial actions (PPO practice)
+        nn.init.zeros_(self.mean.bias)
+        self.log_std_param = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
+        self.log_std_range = log_std_range
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Map features ``[..., F]`` to mean ``[..., A]`` and log-std ``[..., A]``."""
+        mean = self.mean(features)
+        log_std = self.log_std_param.clamp(*self.log_std_range).expand_as(mean)
+        return mean, log_std
+
+
+class ValueHead(nn.Module):
+    """Linear state-value estimate."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.value = nn.Linear(features, 1)
+        nn.init.orthogonal_(self.value.weight, gain=1.0)
+        nn.init.zeros_(self.value.bias)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Map features ``[..., F]`` to values ``[...]``."""
+        return self.value(features).squeeze(-1)

@@ -1,0 +1,151 @@
+"""NaviPolicy: encoder -> temporal core -> Gaussian actor and value heads.
+
+Acting (:meth:`NaviPolicy.act`, one step, O(1) state) and learning
+(:meth:`NaviPolicy.evaluate_sequences`, a window from its stored start state) run the same
+function: stepping ``act`` T times gives the log-probabilities that ``evaluate_sequences`` returns,
+so PPO ratios are exactly 1 before the first gradient step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from navi_actor.models.config import PolicyConfig
+from navi_actor.models.cores import build_core
+from navi_actor.models.encoders import build_encoder
+from navi_actor.models.heads import GaussianActorHead, ValueHead, gaussian_entropy, gaussian_log_prob
+
+
+@dataclass(frozen=True)
+class ActOutput:
+    """Result of one acting step (B drones)."""
+
+    action: torch.Tensor  #: [B, A] raw sample (or mean if deterministic); clip before physics
+    log_prob: torch.Tensor  #: [B] log-probability of ``action`` (the raw sample)
+    value: torch.Tensor  #: [B] state value
+    state: torch.Tensor  #: [B, S] recurrent state after this step
+    embedding: torch.Tensor  #: [B, embed_dim] encoder output (for RND / episodic memory)
+    action_mean: torch.Tensor  #: [B, A] Gaussian mean
+
+
+@dataclass(frozen=True)
+class SequenceEval:
+    """Re-evaluation of a rollout window ([T, B])."""
+
+    log_prob: torch.Tensor  #: [T, B] log-probabilities of the given actions
+    entropy: torch.Tensor  #: [T, B] policy entropy
+    value: torch.Tensor  #: [T, B] state values
+    action_mean: torch.Tensor  #: [T, B, A] Gaussian means (behaviour cloning)
+    embedding: torch.Tensor  #: [T, B, embed_dim] encoder outputs
+    final_state: torch.Tensor  #: [B, S] state after the last step
+
+
+class NaviPolicy(nn.Module):
+    """The drone policy: one topology with selectable encoder and temporal core."""
+
+    def __init__(self, cfg: PolicyConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = build_encoder(cfg)
+        self.core = build_core(cfg)
+        self.actor = GaussianActorHead(
+            cfg.embed_dim, cfg.action_dim, cfg.init_log_std, (cfg.log_std_min, cfg.log_std_max)
+        )
+        self.critic = ValueHead(cfg.embed_dim)
+        self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
+
+    @property
+    def state_size(self) -> int:
+        """Size S of the flattened recurrent state."""
+        return self.core.state_size
+
+    def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
+        """Zero recurrent state ``[batch_size, S]`` on ``device`` (default: the policy's device)."""
+        if device is None:
+            device = next(self.parameters()).device
+        return torch.zeros(batch_size, self.state_size, device=device)
+
+    def _check_obs(self, obs: torch.Tensor, leading: int) -> None:
+        if obs.dim() != leading + 3 or tuple(obs.shape[leading:]) != self._obs_shape:
+            raise ValueError(
+                f"observation shape {tuple(obs.shape)} does not match {leading} batch axes "
+                f"followed by {self._obs_shape} (channels, azimuth, elevation)"
+            )
+
+    def encode(self, obs: torch.Tensor) -> torch.Tensor:
+        """Encode observations ``[B, C, Az, El]`` into embeddings ``[B, embed_dim]``."""
+        self._check_obs(obs, 1)
+        return self.encoder(obs)
+
+    @torch.no_grad()
+    def act(
+        self,
+        obs: torch.Tensor,
+        state: torch.Tensor,
+        episode_start: torch.Tensor,
+        deterministic: bool = False,
+    ) -> ActOutput:
+        """Choose actions for one step (no gradients).
+
+        Args:
+            obs: ``[B, C, Az, El]`` observations.
+            state: ``[B, S]`` recurrent state from the previous step.
+            episode_start: ``[B]`` bool; True rows start a new episode (state zeroed first).
+            deterministic: Return the Gaussian mean instead of a sample.
+
+        Returns:
+            :class:`ActOutput` with raw (unclipped) actions.
+        """
+        embedding = self.encode(obs)
+        state = state * (~episode_start).to(state.dtype)[:, None]
+        features, new_state = self.core.step(embedding, state)
+        mean, log_std = self.actor(features)
+        action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
+        return ActOutput(
+            action=action,
+            log_prob=gaussian_log_prob(action, mean, log_std),
+            value=self.critic(features),
+            state=new_state,
+            embedding=embedding,
+            action_mean=mean,
+        )
+
+    def evaluate_sequences(
+        self,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        state0: torch.Tensor,
+        episode_starts: torch.Tensor,
+    ) -> SequenceEval:
+        """Re-evaluate a rollout window from the state stored at its start (with gradients).
+
+        Args:
+            obs: ``[T, B, C, Az, El]`` observations.
+            actions: ``[T, B, A]`` raw actions that were taken.
+            state0: ``[B, S]`` recurrent state before step 0 (as stored by the rollout).
+            episode_starts: ``[T, B]`` bool; True where the state is zeroed before that step.
+
+        Returns:
+            :class:`SequenceEval` with ``[T, B]`` log-probabilities, entropies and values.
+        """
+        self._check_obs(obs, 2)
+        T, B = obs.shape[:2]
+        embedding = self.encoder(obs.flatten(0, 1)).unflatten(0, (T, B))  # [T*B, D] -> [T, B, D]
+        features, final_state = self.core.sequence(embedding, state0, episode_starts)
+        mean, log_std = self.actor(features)
+        return SequenceEval(
+            log_prob=gaussian_log_prob(actions, mean, log_std),
+            entropy=gaussian_entropy(log_std),
+            value=self.critic(features),
+            action_mean=mean,
+            embedding=embedding,
+            final_state=final_state,
+        )
+
+    @torch.no_grad()
+    def value(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
+        """Bootstrap value ``[B]`` for ``obs [B, C, Az, El]`` after ``state [B, S]`` (no gradients)."""
+        return self.act(obs, state, episode_start, deterministic=True).value

@@ -1,0 +1,58 @@
+"""Encoders: shapes, azimuth wrap awareness, positional encodings."""
+
+from __future__ import annotations
+
+import torch
+
+from navi_actor.models import PolicyConfig
+from navi_actor.models.encoders import RayViTEncoder, SphericalCNNEncoder, pad_spherical
+from navi_actor.models.positional import spherical_positional_encoding
+
+
+def test_positional_encoding_wraps_in_azimuth() -> None:
+    n_az, n_el = 32, 6
+    code = spherical_positional_encoding(n_az, n_el, 64).reshape(n_az, n_el, 64)
+    seam = (code[0] - code[-1]).norm()
+    neighbour = (code[0] - code[1]).norm()
+    opposite = (code[0] - code[n_az // 2]).norm()
+    torch.testing.assert_close(seam, neighbour)  # bin 0 and bin Az-1 are neighbours
+    assert opposite > 2 * neighbour
+    assert (code[:, 0] - code[:, -1]).norm() > (code[:, 0] - code[:, 1]).norm()  # elevation does not wrap
+
+
+def test_rayvit_caches_encoding_and_shapes() -> None:
+    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16))
+    assert encoder.grid == (8, 2)
+    assert encoder.positional.shape == (1, 16, 64) and not encoder.positional.requires_grad
+    assert encoder(torch.rand(3, 3, 64, 16)).shape == (3, 128)
+
+
+def test_pad_spherical_wraps_azimuth_and_replicates_elevation() -> None:
+    x = torch.arange(12.0).reshape(1, 1, 4, 3)  # [B, C, Az=4, El=3]
+    padded = pad_spherical(x, 1)
+    assert padded.shape == (1, 1, 6, 5)
+    torch.testing.assert_close(padded[0, 0, 0, 1:-1], x[0, 0, -1])  # row before bin 0 is bin Az-1
+    torch.testing.assert_close(padded[0, 0, -1, 1:-1], x[0, 0, 0])
+    torch.testing.assert_close(padded[0, 0, 1:-1, 0], x[0, 0, :, 0])  # elevation edge replicated
+
+
+def test_spherical_cnn_is_equivariant_to_azimuth_rolls() -> None:
+    """Rolls by the total stride roll the feature map exactly; sector pooling keeps the heading."""
+    torch.manual_seed(0)
+    encoder = SphericalCNNEncoder(PolicyConfig(encoder_backend="spherical_cnn", azimuth=128, elevation=16))
+    obs = torch.rand(2, 3, 128, 16)
+    stride = SphericalCNNEncoder.total_stride  # 16 bins = one of the 8 sectors at Az=128
+    rolled = torch.roll(obs, shifts=stride, dims=2)
+    features, rolled_features = encoder.feature_map(obs), encoder.feature_map(rolled)
+    torch.testing.assert_close(torch.roll(features, shifts=1, dims=2), rolled_features)
+    sectors = encoder.pool_sectors(features)
+    torch.testing.assert_close(torch.roll(sectors, shifts=1, dims=2), encoder.pool_sectors(rolled_features))
+    # Heading-aware: an obstacle ahead and the same obstacle behind give different embeddings.
+    ahead = torch.zeros(1, 3, 128, 16)
+    ahead[:, 0, :16] = 1.0
+    behind = torch.roll(ahead, shifts=64, dims=2)
+    assert not torch.allclose(encoder(ahead), encoder(behind), atol=1e-3)
+    upper = torch.zeros(1, 3, 128, 16)
+    upper[:, 0, :, :6] = 1.0  # something above the drone ...
+    lower = torch.flip(upper, dims=[3])  # ... versus below it: elevation is not a symmetry
+    assert not torch.allclose(encoder(upper), encoder(lower), atol=1e-3)
