@@ -67,7 +67,8 @@ class SphericalCNNEncoder(nn.Module):
         for module in self.modules():
             if isinstance(module, nn.Conv2d):  # He init: keep the signal alive through GELU stacks
                 nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
-                nn.init.zeros_(module.bias)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
 
     def feature_map(self, obs: torch.Tensor) -> torch.Tensor:
         """Feature map before pooling: ``[B, C, Az, El]`` -> ``[B, 4*width, Az/16, El']``."""
