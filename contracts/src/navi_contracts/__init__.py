@@ -21,7 +21,7 @@ from navi_contracts.models import (
     TelemetryEvent,
 )
 from navi_contracts.paths import artifacts_root, repo_root
-from navi_contracts.settings import ContractLimits, NaviSettings
+from navi_contracts.settings import ContractLimits, NaviSettings, SettingsGroup
 from navi_contracts.topics import TOPIC_MODELS
 from navi_contracts.zmq_pubsub import Publisher, Subscriber
 from navi_contracts.zmq_reqrep import RepServer, ReqClient
@@ -44,6 +44,7 @@ __all__ = [
     "RepServer",
     "ReqClient",
     "RobotPose",
+    "SettingsGroup",
     "StepRequest",
     "StepResult",
     "Subscriber",

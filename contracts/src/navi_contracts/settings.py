@@ -10,10 +10,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from navi_contracts.paths import dotenv_path
+
+
+class SettingsGroup(BaseModel):
+    """Base for nested settings groups (``NAVI_<PKG>_<GROUP>__<FIELD>``).
+
+    Forbids unknown keys so a typo inside a group fails as loudly as one at the top level, and is
+    frozen like the settings object that holds it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class NaviSettings(BaseSettings):
@@ -25,6 +35,9 @@ class NaviSettings(BaseSettings):
         env_file_encoding="utf-8",
         env_nested_delimiter="__",
         extra="forbid",
+        # One .env serves five packages: read only the keys under this class's prefix, so another
+        # package's keys are not "extra" here, while a typo under our own prefix still fails.
+        dotenv_filtering="match_prefix",
         frozen=True,
         validate_default=True,
     )

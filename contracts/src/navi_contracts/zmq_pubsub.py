@@ -110,8 +110,14 @@ class Publisher(_Closable):
     def wait_for_subscribers(self, topic: str = "", count: int = 1, timeout_ms: int = 5000) -> None:
         """Block until ``count`` subscription notices covering ``topic`` have arrived.
 
+        A subscriber (re)sends its subscriptions when its pipe attaches, which ZeroMQ does inside
+        the subscriber's own socket calls. After a *reconnect*, the subscriber's owner must
+        therefore keep calling ``recv`` while this waits (another thread or process normally does;
+        in one thread, alternate short ``recv`` and short waits).
+
         Args:
-            topic: the topic that must be covered (a subscription to a prefix of it counts).
+            topic: the topic that must be covered (a subscription to a prefix of it counts);
+                ``""`` counts every subscription notice.
             count: how many notices (one per subscriber and topic) to wait for.
             timeout_ms: give up after this long.
 
@@ -121,7 +127,9 @@ class Publisher(_Closable):
         wanted = topic.encode()
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            seen = sum(n for prefix, n in self._subscriptions.items() if wanted.startswith(prefix))
+            seen = sum(
+                n for prefix, n in self._subscriptions.items() if not wanted or wanted.startswith(prefix)
+            )
             if seen >= count:
                 return
             left = remaining_ms(deadline)
