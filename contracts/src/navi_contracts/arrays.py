@@ -9,7 +9,8 @@ temporary arrays, and NaN fails them automatically.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,11 +37,16 @@ class ArraySpec:
     low: float | None = None
     high: float | None = None
     finite: bool = False
+    np_dtype: np.dtype[Any] = field(init=False, repr=False, compare=False)
+    _fixed: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
+    _ranged: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def np_dtype(self) -> np.dtype[Any]:
-        """The spec's dtype as a ``numpy.dtype``."""
-        return np.dtype(self.dtype)
+    def __post_init__(self) -> None:
+        # Precomputed once: validate() runs for every array of every decoded message.
+        object.__setattr__(self, "np_dtype", np.dtype(self.dtype))
+        fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
+        object.__setattr__(self, "_fixed", fixed)
+        object.__setattr__(self, "_ranged", self.finite or self.low is not None or self.high is not None)
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
         """Validate with :meth:`validate`; no pydantic serialisation (the codec encodes arrays)."""
@@ -62,12 +68,16 @@ class ArraySpec:
             ValueError: wrong dtype, rank, fixed axis size or value range.
         """
         array = self._coerce(value)
-        if array.ndim != len(self.dims):
-            raise ValueError(f"expected {len(self.dims)} dimensions {self.dims}, got shape {array.shape}")
-        for axis, dim in enumerate(self.dims):
-            if isinstance(dim, int) and array.shape[axis] != dim:
-                raise ValueError(f"axis {axis} must have size {dim}, got shape {array.shape}")
-        self._check_range(array)
+        shape = array.shape
+        if len(shape) != len(self.dims):
+            raise ValueError(f"expected {len(self.dims)} dimensions {self.dims}, got shape {shape}")
+        for axis, size in self._fixed:
+            if shape[axis] != size:
+                raise ValueError(f"axis {axis} must have size {size}, got shape {shape}")
+        if self._ranged and array.size:
+            self._check_range(array)
+        if not array.flags.writeable:
+            return array  # already read-only (e.g. decoded from a received buffer)
         view = array.view()
         view.flags.writeable = False
         return view
@@ -93,17 +103,29 @@ class ArraySpec:
         return array.astype(expected)
 
     def _check_range(self, array: np.ndarray) -> None:
-        if array.size == 0 or array.dtype.kind not in "fiu":
+        if array.dtype.kind not in "fiu":
             return
-        if not (self.finite or self.low is not None or self.high is not None):
-            return
-        lowest, highest = array.min(), array.max()
-        if array.dtype.kind == "f" and not (np.isfinite(lowest) and np.isfinite(highest)):
-            raise ValueError("must be finite (found NaN or infinity)")
+        if array.size <= _SMALL:
+            # A few elements (poses, actions): Python floats beat two ufunc calls.
+            values = array.ravel().tolist()
+            if not all(math.isfinite(v) for v in values):
+                raise ValueError("must be finite (found NaN or infinity)")
+            lowest, highest = min(values), max(values)
+        else:
+            # ufunc.reduce directly (not ndarray.min): this runs on every decoded observation.
+            lowest = float(_minimum(array, axis=None))
+            highest = float(_maximum(array, axis=None))
+            if not (math.isfinite(lowest) and math.isfinite(highest)):
+                raise ValueError("must be finite (found NaN or infinity)")
         if self.low is not None and lowest < self.low:
             raise ValueError(f"must be >= {self.low}, found {lowest}")
         if self.high is not None and highest > self.high:
             raise ValueError(f"must be <= {self.high}, found {highest}")
+
+
+_SMALL = 64
+_minimum = np.minimum.reduce
+_maximum = np.maximum.reduce
 
 
 def bind_dims(

@@ -97,17 +97,23 @@ class MsgpackView:
         return fmt.unpack_from(self._buffer, start)[0]
 
     def _read(self, depth: int) -> Any:  # noqa: PLR0911 - one return per msgpack family is clearest
-        code = self._buffer[self._take(1)]
+        # Hot path: the families our messages are made of (fixint, fixstr, fixmap) are tested
+        # first and read inline; everything else goes through the generic branches below.
+        pos = self._pos
+        if pos >= self._end:
+            raise ContractError(f"truncated msgpack: need 1 byte at offset {pos}, none left")
+        code = self._buffer[pos]
+        self._pos = pos + 1
         if code <= 0x7F:
             return code
-        if code >= 0xE0:
-            return code - 0x100
         if 0xA0 <= code <= 0xBF:
             return self._read_str(code & 0x1F)
-        if 0x80 <= code <= 0x8F:
+        if code <= 0x8F:
             return self._read_map(code & 0x0F, depth)
-        if 0x90 <= code <= 0x9F:
+        if code <= 0x9F:
             return self._read_array(code & 0x0F, depth)
+        if code >= 0xE0:
+            return code - 0x100
         scalar = _SCALARS.get(code)
         if scalar is not None:
             return self._unpack(scalar)
@@ -123,16 +129,20 @@ class MsgpackView:
             return self._read_array(self._unpack(_U16 if code == 0xDC else _U32), depth)
         if code in (0xDE, 0xDF):
             return self._read_map(self._unpack(_U16 if code == 0xDE else _U32), depth)
-        raise ContractError(
-            f"malformed msgpack: unsupported type byte 0x{code:02x} at offset {self._pos - 1}"
-        )
+        raise ContractError(f"malformed msgpack: unsupported type byte 0x{code:02x} at offset {pos}")
 
     def _read_str(self, size: int) -> str:
         if size > self._max_str:
             raise ContractError(f"string of {size} bytes exceeds the limit of {self._max_str}")
-        start = self._take(size)
+        start = self._pos
+        end = start + size
+        if end > self._end:
+            raise ContractError(
+                f"truncated msgpack: need {size} bytes at offset {start}, only {self._end - start} left"
+            )
+        self._pos = end
         try:
-            return str(self._buffer[start : start + size], "utf-8")
+            return str(self._buffer[start:end], "utf-8")
         except UnicodeDecodeError as exc:
             raise ContractError(
                 f"malformed msgpack: string at offset {start} is not UTF-8 ({exc.reason})"

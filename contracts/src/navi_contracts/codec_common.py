@@ -1,0 +1,204 @@
+"""The model walk shared by both wire layouts (single msgpack payload, multipart frames).
+
+Both layouts write the same map of fields; they differ only in where an array's bytes live (inline
+``data: bin`` or a separate frame). Writers implement :class:`ArrayWriter`; decoders pass a function
+that finds an array's bytes. Everything else, including every check on untrusted input, is here once.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from functools import cache
+from typing import Any, TypeVar
+
+import numpy as np
+
+from navi_contracts.arrays import ArraySpec
+from navi_contracts.errors import ContractError
+from navi_contracts.model_base import WireModel, array_specs, nested_models
+from navi_contracts.models import MODELS_BY_KIND
+from navi_contracts.settings import ContractLimits
+
+M = TypeVar("M", bound=WireModel)
+
+ALLOWED_DTYPES: dict[str, np.dtype[Any]] = {
+    name: np.dtype(name) for name in ("<f4", "<f8", "<i4", "<i8", "|b1", "|u1")
+}
+"""Every dtype a wire array may declare; anything else is refused before looking at the data."""
+
+MAX_RANK = 8
+UNEXPECTED_DECODE_ERRORS = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
+"""Errors a bug in the decoder could leak; they are converted so callers only see ContractError."""
+
+DataSource = Callable[[str, dict[str, Any]], Any]
+"""(field path, array map) -> the buffer holding the array's bytes (validated by the caller)."""
+
+_LITTLE_ENDIAN_HOST = sys.byteorder == "little"
+
+
+@cache
+def default_limits() -> ContractLimits:
+    """The limits from the environment and ``.env``, read once per process."""
+    return ContractLimits()
+
+
+def as_contract_error(exc: BaseException) -> ContractError:
+    """Wrap an unexpected decoder exception: a decoder of untrusted bytes has one error type."""
+    return ContractError(f"undecodable message: {type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+class ArrayWriter:
+    """A msgpack Packer plus a policy for where array bytes go."""
+
+    packer: Any
+
+    def write_array(self, array: np.ndarray) -> None:
+        """Write the map describing ``array`` (and place its bytes)."""
+        raise NotImplementedError
+
+
+def wire_array(array: np.ndarray) -> np.ndarray:
+    """``array`` as C-contiguous little-endian data (no copy when it already is)."""
+    if array.flags.c_contiguous and (
+        array.dtype.byteorder in "<|" or (_LITTLE_ENDIAN_HOST and array.dtype.isnative)
+    ):
+        return array
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+
+
+def write_model(writer: ArrayWriter, model: WireModel) -> None:
+    """Write ``model`` as ``{"kind", <fields>...}``, recursing into nested models."""
+    cls = type(model)
+    if not isinstance(model, WireModel) or not cls.WIRE_KIND:
+        raise ContractError(f"can only encode wire models, got {cls.__name__}")
+    specs, nested = array_specs(cls), nested_models(cls)
+    packer = writer.packer
+    packer.pack_map_header(1 + len(cls.model_fields))
+    packer.pack("kind")
+    packer.pack(cls.WIRE_KIND)
+    for name in cls.model_fields:
+        value = getattr(model, name)
+        packer.pack(name)
+        if value is None:
+            packer.pack(None)
+        elif name in specs:
+            writer.write_array(value)
+        elif name in nested:
+            write_model(writer, value)
+        else:
+            packer.pack(value)
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def model_class_for(raw: Any, expected: type[WireModel] | None) -> type[WireModel]:
+    """The model class named by a decoded top-level map's ``kind``, checked against ``expected``."""
+    if not isinstance(raw, dict):
+        raise ContractError(f"message must be a msgpack map, got {type(raw).__name__}")
+    kind = raw.get("kind")
+    cls = MODELS_BY_KIND.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ContractError(f"unknown message kind {kind!r} (known: {sorted(MODELS_BY_KIND)})")
+    if expected is not None and cls is not expected:
+        raise ContractError(f"expected kind {expected.WIRE_KIND!r}, got {kind!r}")
+    return cls
+
+
+def _decode_shape(field: str, raw: Any, spec: ArraySpec, limits: ContractLimits) -> tuple[int, ...]:
+    if not isinstance(raw, list) or len(raw) > MAX_RANK:
+        raise ContractError(f"{field}: shape must be a list of at most {MAX_RANK} ints")
+    if not all(type(size) is int and size >= 0 for size in raw):
+        raise ContractError(f"{field}: shape must hold non-negative ints, got {raw}")
+    if len(raw) != len(spec.dims):
+        raise ContractError(f"{field}: expected {len(spec.dims)} dimensions {spec.dims}, got shape {raw}")
+    count = math.prod(raw)
+    if count > limits.max_array_elements:
+        raise ContractError(
+            f"{field}: shape {raw} has {count} elements, limit is {limits.max_array_elements}"
+        )
+    if spec.dims and spec.dims[0] == "B" and raw[0] > limits.max_batch:
+        raise ContractError(f"{field}: batch {raw[0]} exceeds the limit of {limits.max_batch}")
+    return tuple(raw)
+
+
+def decode_array(
+    field: str, raw: Any, spec: ArraySpec, limits: ContractLimits, data_source: DataSource
+) -> np.ndarray:
+    """Validate an array map and wrap its bytes without copying.
+
+    Args:
+        field: field path for error messages.
+        raw: the decoded array map.
+        spec: what the field requires.
+        limits: size limits.
+        data_source: finds the bytes (inline bin or a frame).
+
+    Returns:
+        A read-only array of ``spec``'s dtype viewing the received bytes.
+    """
+    if not isinstance(raw, dict):
+        raise ContractError(f"{field}: an array must be a map with keys dtype, shape, data")
+    data = data_source(field, raw)
+    dtype = ALLOWED_DTYPES.get(raw["dtype"]) if isinstance(raw["dtype"], str) else None
+    if dtype is None:
+        raise ContractError(
+            f"{field}: dtype {raw['dtype']!r} is not allowed (allowed: {sorted(ALLOWED_DTYPES)})"
+        )
+    if dtype != spec.np_dtype:
+        raise ContractError(f"{field}: dtype must be {spec.np_dtype.name}, got {dtype.name}")
+    shape = _decode_shape(field, raw["shape"], spec, limits)
+    count = math.prod(shape)
+    if len(data) != count * dtype.itemsize:
+        raise ContractError(
+            f"{field}: data has {len(data)} bytes, shape {list(shape)} of {dtype.name} "
+            f"needs {count * dtype.itemsize}"
+        )
+    if dtype.kind == "b" and count and int(np.maximum.reduce(np.frombuffer(data, dtype=np.uint8))) > 1:
+        raise ContractError(f"{field}: bool data must be bytes 0 or 1")
+    # Zero copy: a read-only view of the received buffer. [n bytes] -> shape.
+    return np.frombuffer(data, dtype=dtype, count=count).reshape(shape)
+
+
+def decode_model(raw: Any, cls: type[M], limits: ContractLimits, where: str, data_source: DataSource) -> M:
+    """Turn a decoded field map into a validated model.
+
+    Args:
+        raw: the decoded map (consumed).
+        cls: the model class (kind and schema version are checked against it).
+        limits: size limits.
+        where: path for error messages, e.g. ``StepResult.observation``.
+        data_source: finds array bytes.
+
+    Returns:
+        The model, validated exactly as on construction.
+    """
+    if not isinstance(raw, dict):
+        raise ContractError(f"{where}: expected a {cls.WIRE_KIND} map, got {type(raw).__name__}")
+    kind = raw.pop("kind", None)
+    if kind != cls.WIRE_KIND:
+        raise ContractError(f"{where}: expected kind {cls.WIRE_KIND!r}, got {kind!r}")
+    version = raw.get("schema_version")
+    if version != cls.SCHEMA_VERSION:
+        raise ContractError(
+            f"{where}: {cls.WIRE_KIND} schema_version mismatch: "
+            f"expected {cls.SCHEMA_VERSION}, got {version!r}"
+        )
+    specs, nested = array_specs(cls), nested_models(cls)
+    for name, value in raw.items():
+        if value is None:
+            continue
+        if name in specs:
+            raw[name] = decode_array(f"{where}.{name}", value, specs[name], limits, data_source)
+        elif name in nested:
+            raw[name] = decode_model(value, nested[name], limits, f"{where}.{name}", data_source)
+        elif isinstance(value, memoryview | bytes):
+            raise ContractError(f"{where}.{name}: unexpected binary value")
+    if len(raw.get("payload") or ()) > limits.max_payload_entries:
+        raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
+    return cls(**raw)

@@ -1,0 +1,139 @@
+"""Multipart form of the codec: one msgpack metadata frame plus one raw frame per array.
+
+Same fields, kinds, versions and checks as :mod:`navi_contracts.codec`; the only difference is that
+an array map is ``{"dtype", "shape", "frame": i}`` and its bytes are frame ``1 + i``. This avoids the
+one copy the single-payload encoder makes (ZeroMQ can send the array buffers with ``copy=False``) and
+lets the metadata be parsed by the C msgpack unpacker. Use it where the peer speaks it; the default
+wire format of the socket helpers remains the single payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar, overload
+
+import msgpack
+import numpy as np
+
+from navi_contracts.codec import _as_byte_view
+from navi_contracts.codec_common import (
+    UNEXPECTED_DECODE_ERRORS,
+    ArrayWriter,
+    as_contract_error,
+    decode_model,
+    default_limits,
+    model_class_for,
+    wire_array,
+    write_model,
+)
+from navi_contracts.errors import ContractError
+from navi_contracts.model_base import WireModel
+from navi_contracts.settings import ContractLimits
+
+M = TypeVar("M", bound=WireModel)
+
+MAX_ARRAY_FRAMES = 64
+"""More array frames than any model has; a message claiming more is refused before parsing."""
+
+Frame = bytes | bytearray | memoryview
+
+
+class _FrameWriter(ArrayWriter):
+    def __init__(self) -> None:
+        self.packer = msgpack.Packer(autoreset=False, use_bin_type=True)
+        self.buffers: list[memoryview] = []
+
+    def write_array(self, array: np.ndarray) -> None:
+        contiguous = wire_array(array)
+        packer = self.packer
+        packer.pack_map_header(3)
+        packer.pack("dtype")
+        packer.pack(contiguous.dtype.str)
+        packer.pack("shape")
+        packer.pack(list(contiguous.shape))
+        packer.pack("frame")
+        packer.pack(len(self.buffers))
+        self.buffers.append(contiguous.reshape(-1).view(np.uint8).data)  # [...] -> [n bytes], no copy
+
+
+def encode_frames(model: WireModel) -> list[Frame]:
+    """Serialise ``model`` as ``[metadata, array bytes...]`` without copying array data.
+
+    Args:
+        model: any wire model.
+
+    Returns:
+        Frame 0 is msgpack metadata; frames 1.. are read-only views of the model's arrays.
+    """
+    writer = _FrameWriter()
+    write_model(writer, model)
+    return [writer.packer.bytes(), *writer.buffers]
+
+
+class _FrameSource:
+    """Hands out array frames by index, each at most once."""
+
+    def __init__(self, frames: list[memoryview]) -> None:
+        self.frames = frames
+        self.used: set[int] = set()
+
+    def __call__(self, field: str, raw: dict[str, Any]) -> memoryview:
+        if raw.keys() != {"dtype", "shape", "frame"}:
+            raise ContractError(f"{field}: an array must be a map with keys dtype, shape, frame")
+        index = raw["frame"]
+        if type(index) is not int or not 0 <= index < len(self.frames) or index in self.used:
+            raise ContractError(f"{field}: frame index {index!r} is invalid or already used")
+        self.used.add(index)
+        return self.frames[index]
+
+
+@overload
+def decode_frames(frames: Sequence[Frame], expected: type[M], limits: ContractLimits | None = None) -> M: ...
+@overload
+def decode_frames(
+    frames: Sequence[Frame], expected: None = None, limits: ContractLimits | None = None
+) -> WireModel: ...
+def decode_frames(
+    frames: Sequence[Frame], expected: type[WireModel] | None = None, limits: ContractLimits | None = None
+) -> WireModel:
+    """Decode ``[metadata, array bytes...]`` into a validated model (arrays are zero-copy views).
+
+    Args:
+        frames: the received frames.
+        expected: the model class required; any other kind is refused.
+        limits: size limits; default: :func:`navi_contracts.codec.default_limits`.
+
+    Returns:
+        The model.
+
+    Raises:
+        ContractError: for anything malformed (also unused or reused frames), and only this error.
+    """
+    limits = limits or default_limits()
+    if not 1 <= len(frames) <= 1 + MAX_ARRAY_FRAMES:
+        raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {len(frames)}")
+    views = [_as_byte_view(frame) for frame in frames]
+    total = sum(len(view) for view in views)
+    if total > limits.max_message_bytes:
+        raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")
+    container = max(limits.max_payload_entries, 64)
+    try:
+        raw = msgpack.unpackb(
+            views[0],
+            raw=False,
+            max_bin_len=0,  # metadata never carries binary data
+            max_ext_len=0,
+            max_str_len=limits.max_string_bytes,
+            max_array_len=container,
+            max_map_len=container,
+        )
+        cls = model_class_for(raw, expected)
+        source = _FrameSource(views[1:])
+        model = decode_model(raw, cls, limits, cls.__name__, source)
+    except ContractError:
+        raise
+    except UNEXPECTED_DECODE_ERRORS as exc:
+        raise as_contract_error(exc) from exc
+    if len(source.used) != len(views) - 1:
+        raise ContractError(f"{len(views) - 1 - len(source.used)} array frames were not referenced")
+    return model

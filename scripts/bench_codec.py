@@ -1,0 +1,89 @@
+"""Codec throughput: encode+decode of a 4x256x48 DistanceMatrix versus plain array copies.
+
+Prints ONE JSON line. The reference is ``np.copy`` of each of the message's four big arrays (depth,
+semantic, valid_mask, delta_depth), timed in the same run and interleaved with the codec rounds, so
+the ratio ``codec msgs/s / copy msgs/s`` is meaningful on a noisy shared machine. Each variant keeps
+its best round (least disturbed by other processes). Target: ratio >= 0.5.
+
+    uv run python scripts/bench_codec.py [--rounds 15] [--iterations 200]
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Callable
+
+import click
+import numpy as np
+
+from navi_contracts import DistanceMatrix, decode, encode
+from navi_contracts.codec_frames import decode_frames, encode_frames
+from navi_contracts.samples import sample_distance_matrix
+
+TARGET_RATIO = 0.5
+
+
+def _best_seconds_per_call(
+    variants: dict[str, Callable[[], object]], rounds: int, iterations: int
+) -> dict[str, float]:
+    best = dict.fromkeys(variants, float("inf"))
+    for _ in range(rounds):
+        for name, call in variants.items():  # interleaved: every variant sees the same disturbances
+            started = time.perf_counter()
+            for _ in range(iterations):
+                call()
+            best[name] = min(best[name], (time.perf_counter() - started) / iterations)
+    return best
+
+
+@click.command()
+@click.option("--rounds", default=15, show_default=True, help="Interleaved timing rounds per variant.")
+@click.option("--iterations", default=200, show_default=True, help="Calls per round.")
+@click.option("--batch", default=4, show_default=True, help="Drones (B).")
+@click.option("--azimuth", default=256, show_default=True, help="Azimuth bins (Az).")
+@click.option("--elevation", default=48, show_default=True, help="Elevation bins (El).")
+def main(rounds: int, iterations: int, batch: int, azimuth: int, elevation: int) -> None:
+    """Measure encode+decode messages/s and the ratio to copying the same arrays."""
+    message = sample_distance_matrix(batch, azimuth, elevation, seed=1)
+    arrays = [message.depth, message.semantic, message.valid_mask, message.delta_depth]
+    payload = encode(message)
+    frames = encode_frames(message)
+    if decode(payload, expected=DistanceMatrix) != message or decode_frames(frames) != message:
+        raise SystemExit("round trip failed: refusing to time a broken codec")
+
+    variants: dict[str, Callable[[], object]] = {
+        "copy": lambda: [np.copy(array) for array in arrays],
+        "single": lambda: decode(encode(message), expected=DistanceMatrix),
+        "frames": lambda: decode_frames(encode_frames(message), expected=DistanceMatrix),
+        "encode": lambda: encode(message),
+        "decode": lambda: decode(payload, expected=DistanceMatrix),
+    }
+    best = _best_seconds_per_call(variants, rounds, iterations)
+    ratio = best["copy"] / best["single"]
+    frames_ratio = best["copy"] / best["frames"]
+    result = {
+        "benchmark": "codec",
+        "message": f"DistanceMatrix B={batch} {azimuth}x{elevation} (+delta_depth, poses)",
+        "payload_bytes": len(payload),
+        "copy_msgs_per_s": round(1 / best["copy"], 1),
+        "encode_decode_msgs_per_s": round(1 / best["single"], 1),
+        "ratio": round(ratio, 3),
+        "frames_encode_decode_msgs_per_s": round(1 / best["frames"], 1),
+        "frames_ratio": round(frames_ratio, 3),
+        "encode_us": round(best["encode"] * 1e6, 1),
+        "decode_us": round(best["decode"] * 1e6, 1),
+        "copy_us": round(best["copy"] * 1e6, 1),
+        "target_ratio": TARGET_RATIO,
+        "meets_target": ratio >= TARGET_RATIO,
+        "rounds": rounds,
+        "iterations": iterations,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
