@@ -1,0 +1,99 @@
+"""Episodic memory: a per-drone ring buffer of unit embeddings, queried by cosine similarity.
+
+Why: a drone that circles back to where it already was this episode is wasting time; the loop
+score (the highest similarity between the current embedding and earlier ones) lets the shaper
+penalise that. Everything is batched over drones as ``[B, capacity, D]`` tensors on the device.
+
+Rules, each a deliberate choice:
+
+* **Cleared per episode**: rows whose ``episode_start`` is True are emptied before the query.
+* **Exclusion window**: the ``exclusion_window`` most recent *entries* are ignored when querying;
+  consecutive frames always look alike and are not loops.
+* **Amortised capacity**: an entry is written every ``write_every``-th step of the episode
+  (the first step included), so the buffer spans ``capacity * write_every`` steps; when it is full
+  the oldest entry is overwritten (ring). Cost per step is one ``[B, C, D] x [B, D]`` product.
+* **Temporal decay**: the similarity to an entry is scaled by ``age_decay ** age`` (age in
+  entries, newest = 0) so revisiting a place seen long ago costs less than dithering back and forth.
+* **One normalisation**: the embedding is L2-normalised once; the same tensor is used for the
+  query and for the insert of that step.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as nnf
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EpisodicMemoryConfig(BaseModel):
+    """Capacity and query rules of :class:`EpisodicMemory`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    capacity: int = Field(default=256, gt=0, description="Entries kept per drone (ring buffer).")
+    exclusion_window: int = Field(default=8, ge=0, description="Most recent entries ignored by queries.")
+    write_every: int = Field(default=4, gt=0, description="Write one entry every n-th step of an episode.")
+    age_decay: float = Field(default=0.995, gt=0, le=1, description="Similarity decay per entry of age.")
+
+
+class EpisodicMemory:
+    """Batched cosine-similarity memory of ``num_drones`` drones (not trained, not checkpointed)."""
+
+    def __init__(
+        self, cfg: EpisodicMemoryConfig, num_drones: int, dim: int, device: torch.device | str = "cpu"
+    ) -> None:
+        self.cfg = cfg
+        self.entries = torch.zeros(num_drones, cfg.capacity, dim, device=device)  # unit vectors
+        # Insert ordinal of each slot within the episode; -1 marks an empty slot.
+        self.entry_index = torch.full((num_drones, cfg.capacity), -1, dtype=torch.long, device=device)
+        self.inserted = torch.zeros(num_drones, dtype=torch.long, device=device)  # entries this episode
+        self.steps = torch.zeros(num_drones, dtype=torch.long, device=device)  # steps this episode
+        self._rows = torch.arange(num_drones, device=device)
+
+    def reset(self, mask: torch.Tensor) -> None:
+        """Empty the rows where ``mask [B]`` (bool) is True."""
+        keep = ~mask
+        self.entry_index = torch.where(keep[:, None], self.entry_index, -1)
+        self.inserted = self.inserted * keep
+        self.steps = self.steps * keep
+
+    def query(self, unit: torch.Tensor) -> torch.Tensor:
+        """Decayed max cosine similarity of ``unit [B, D]`` (L2-normalised) to eligible entries.
+
+        Returns:
+            ``[B]`` loop score in ``[0, 1]``; 0 when no entry is eligible.
+        """
+        similarity = torch.einsum("bcd,bd->bc", self.entries, unit)  # [B, C]
+        age = self.inserted[:, None] - 1 - self.entry_index  # [B, C]; newest entry has age 0
+        eligible = (self.entry_index >= 0) & (age >= self.cfg.exclusion_window)
+        decayed = similarity * self.cfg.age_decay ** age.clamp_min(0).to(similarity.dtype)
+        return torch.where(eligible, decayed, 0.0).amax(dim=1).clamp_min(0.0)
+
+    def insert(self, unit: torch.Tensor) -> None:
+        """Write ``unit [B, D]`` for rows at a write step (every ``write_every``-th); advance the step."""
+        write = self.steps % self.cfg.write_every == 0  # [B]
+        slot = self.inserted % self.cfg.capacity  # ring: overwrite the oldest entry
+        current = self.entries[self._rows, slot]  # [B, D]
+        self.entries[self._rows, slot] = torch.where(write[:, None], unit, current)
+        self.entry_index[self._rows, slot] = torch.where(
+            write, self.inserted, self.entry_index[self._rows, slot]
+        )
+        self.inserted = self.inserted + write
+        self.steps = self.steps + 1
+
+    @torch.no_grad()
+    def observe(self, embedding: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
+        """Clear new episodes, score the step against memory, then remember it.
+
+        Args:
+            embedding: ``[B, D]`` embeddings of this step's observations.
+            episode_start: ``[B]`` bool; True rows start a new episode (memory cleared first).
+
+        Returns:
+            ``[B]`` loop score (decayed max cosine similarity, 0 if nothing eligible).
+        """
+        self.reset(episode_start)
+        unit = nnf.normalize(embedding.detach().to(self.entries.dtype), dim=-1)  # the ONE normalisation
+        score = self.query(unit)
+        self.insert(unit)
+        return score

@@ -1,0 +1,129 @@
+"""Actor-side reward shaping on top of the environment's reward.
+
+Terms (each a ``[B]`` tensor, logged separately, summed into ``total``):
+
+* ``existential``: a constant tax per step (-0.02), so idling is never free;
+* ``velocity``: ``velocity_weight * speed`` (weight 0 by default: the environment's progress and
+  exploration terms already reward motion, and a speed bonus invites reckless flight);
+* ``novelty``: RND intrinsic reward times an annealed weight;
+* ``loop``: ``-loop_weight * relu(score - threshold) / (1 - threshold)`` from the episodic memory's
+  loop score, which already carries the temporal decay of old memories.
+
+:func:`shaping_terms` is the pure function; :class:`RewardShaper` owns the RND module and the
+episodic memory and feeds them from one rollout step.
+
+Convention: the shaping terms of the transition taken from observation ``o_t`` are functions of
+``o_t`` itself (a state-visitation reward): novelty of being at ``o_t``, looping back to ``o_t``.
+This reuses the embedding ``act`` already computed for ``o_t`` (no second encoder pass) and keeps
+both terms on the same observation; GAE carries the credit back to the actions that led there.
+"""
+
+from __future__ import annotations
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from navi_actor.curiosity import LinearAnneal, RandomNetworkDistillation, RndConfig
+from navi_actor.memory import EpisodicMemory, EpisodicMemoryConfig
+
+SHAPING_TERMS: tuple[str, ...] = ("env", "existential", "velocity", "novelty", "loop", "total")
+
+
+class ShapingConfig(BaseModel):
+    """Weights of the shaping terms and settings of the modules that produce them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    existential_tax: float = Field(default=-0.02, le=0, description="Reward added every step (<= 0).")
+    velocity_weight: float = Field(default=0.0, description="Weight of the drone's speed (m/s).")
+    novelty: LinearAnneal = Field(default_factory=LinearAnneal, description="RND novelty weight schedule.")
+    loop_weight: float = Field(default=0.05, ge=0, description="Largest loop penalty per step.")
+    loop_threshold: float = Field(
+        default=0.8, ge=0, lt=1, description="Loop score below which there is no penalty."
+    )
+    rnd: RndConfig = Field(default_factory=RndConfig, description="Random Network Distillation.")
+    memory: EpisodicMemoryConfig = Field(default_factory=EpisodicMemoryConfig, description="Episodic memory.")
+
+
+def shaping_terms(
+    cfg: ShapingConfig,
+    *,
+    env_reward: torch.Tensor,
+    speed: torch.Tensor,
+    novelty: torch.Tensor,
+    loop_score: torch.Tensor,
+    step: int,
+) -> dict[str, torch.Tensor]:
+    """Combine the environment reward with the shaping terms.
+
+    Args:
+        cfg: Shaping weights.
+        env_reward: ``[B]`` environment reward.
+        speed: ``[B]`` drone speed in m/s.
+        novelty: ``[B]`` normalised RND intrinsic reward.
+        loop_score: ``[B]`` episodic-memory loop score in ``[0, 1]``.
+        step: Global environment step (drives the novelty anneal).
+
+    Returns:
+        Dict of ``[B]`` tensors keyed by :data:`SHAPING_TERMS`; ``total`` is their sum.
+    """
+    terms = {
+        "env": env_reward,
+        "existential": torch.full_like(env_reward, cfg.existential_tax),
+        "velocity": cfg.velocity_weight * speed,
+        "novelty": cfg.novelty.at(step) * novelty,
+        "loop": -cfg.loop_weight
+        * (loop_score - cfg.loop_threshold).clamp_min(0.0)
+        / (1 - cfg.loop_threshold),
+    }
+    terms["total"] = (
+        terms["env"] + terms["existential"] + terms["velocity"] + terms["novelty"] + terms["loop"]
+    )
+    return terms
+
+
+class RewardShaper:
+    """Owns RND and episodic memory; turns one rollout step into shaped rewards."""
+
+    def __init__(
+        self,
+        cfg: ShapingConfig,
+        *,
+        num_drones: int,
+        embed_dim: int,
+        azimuth: int,
+        elevation: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.cfg = cfg
+        self.rnd = RandomNetworkDistillation(cfg.rnd, azimuth, elevation).to(device)
+        self.memory = EpisodicMemory(cfg.memory, num_drones, embed_dim, device)
+
+    def step(
+        self,
+        obs: torch.Tensor,
+        embedding: torch.Tensor,
+        episode_start: torch.Tensor,
+        *,
+        env_reward: torch.Tensor,
+        speed: torch.Tensor,
+        step: int,
+    ) -> dict[str, torch.Tensor]:
+        """Shaped reward of the transition taken from ``obs`` (call once per rollout step).
+
+        Args:
+            obs: ``[B, 3, Az, El]`` observation the policy acted on.
+            embedding: ``[B, D]`` policy embedding of ``obs`` (``ActOutput.embedding``).
+            episode_start: ``[B]`` bool; True where ``obs`` opens a new episode.
+            env_reward: ``[B]`` environment reward of the transition.
+            speed: ``[B]`` drone speed in m/s.
+            step: Global environment step.
+
+        Returns:
+            Dict of ``[B]`` tensors, see :func:`shaping_terms`.
+        """
+        novelty = self.rnd.intrinsic_reward(obs)
+        loop_score = self.memory.observe(embedding, episode_start)
+        return shaping_terms(
+            self.cfg, env_reward=env_reward, speed=speed, novelty=novelty, loop_score=loop_score, step=step
+        )

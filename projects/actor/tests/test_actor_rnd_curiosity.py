@@ -1,0 +1,81 @@
+"""RND: novelty falls on repeated observations, stays high on new ones; running stats; schedule."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from navi_actor.curiosity import LinearAnneal, RandomNetworkDistillation, RndConfig, RunningMeanStd
+
+AZ, EL = 32, 8
+
+
+def scene_obs(seed: int, batch: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    obs = torch.rand(batch, 3, AZ, EL, generator=gen)
+    obs[:, 2] = (obs[:, 2] > 0.3).float()
+    return obs
+
+
+def test_reward_drops_on_repeated_observations_after_updates() -> None:
+    torch.manual_seed(0)
+    rnd = RandomNetworkDistillation(RndConfig(learning_rate=3e-3), AZ, EL)
+    familiar, novel = scene_obs(1, 16), scene_obs(2, 16)
+    rnd.intrinsic_reward(torch.cat([familiar, novel]))  # both seen by the statistics, not trained on
+    before_familiar = rnd.intrinsic_reward(familiar, update_stats=False).mean()
+    before_novel = rnd.intrinsic_reward(novel, update_stats=False).mean()
+    losses = [rnd.update(familiar).item() for _ in range(40)]
+    after_familiar = rnd.intrinsic_reward(familiar, update_stats=False).mean()
+    after_novel = rnd.intrinsic_reward(novel, update_stats=False).mean()
+    assert losses[-1] < 0.2 * losses[0]
+    assert after_familiar < 0.2 * before_familiar
+    assert after_novel > 3 * after_familiar  # what was not trained on stays novel
+    assert before_novel > 0
+
+
+def test_target_is_frozen_and_predictor_trains() -> None:
+    rnd = RandomNetworkDistillation(RndConfig(), AZ, EL)
+    target_before = [p.clone() for p in rnd.target.parameters()]
+    predictor_before = [p.clone() for p in rnd.predictor.parameters()]
+    loss = rnd.update(scene_obs(3, 8))
+    assert loss.dim() == 0 and not loss.requires_grad
+    assert all(torch.equal(a, b) for a, b in zip(target_before, rnd.target.parameters(), strict=True))
+    assert any(
+        not torch.equal(a, b) for a, b in zip(predictor_before, rnd.predictor.parameters(), strict=True)
+    )
+
+
+def test_intrinsic_reward_is_normalised_by_running_std() -> None:
+    torch.manual_seed(0)
+    rnd = RandomNetworkDistillation(RndConfig(), AZ, EL)
+    for seed in range(20):
+        reward = rnd.intrinsic_reward(scene_obs(seed, 8))
+    assert reward.shape == (8,) and (reward >= 0).all()
+    assert 0.1 < reward.mean().item() < 10.0  # in units of the running std, whatever the raw scale
+    stats = rnd.reward_stats
+    torch.testing.assert_close(reward, rnd._error(rnd._normalised(rnd._pooled(scene_obs(19, 8)))) / stats.std)
+
+
+def test_running_mean_std_matches_batch_statistics() -> None:
+    gen = torch.Generator().manual_seed(0)
+    data = torch.randn(1000, 3, generator=gen, dtype=torch.float64) * torch.tensor([1.0, 2.0, 5.0]) + 3.0
+    stats = RunningMeanStd((3,), epsilon=0.0)
+    stats.mean, stats.var = stats.mean.double(), stats.var.double()
+    for chunk in data.split(137):
+        stats.update(chunk)
+    torch.testing.assert_close(stats.mean, data.mean(0))
+    torch.testing.assert_close(stats.var, data.var(0, unbiased=False))
+    assert stats.count.item() == 1000
+
+
+def test_linear_anneal_schedule() -> None:
+    schedule = LinearAnneal(start=1.0, end=0.2, steps=100)
+    assert schedule.at(0) == 1.0 and schedule.at(-5) == 1.0
+    assert schedule.at(50) == pytest.approx(0.6)
+    assert schedule.at(100) == pytest.approx(0.2) and schedule.at(10_000) == pytest.approx(0.2)
+    assert LinearAnneal(start=1.0, end=0.0, steps=0).at(0) == 0.0
+
+
+def test_pool_must_divide_the_observation() -> None:
+    with pytest.raises(ValueError, match="must divide"):
+        RandomNetworkDistillation(RndConfig(pool=3), AZ, EL)
