@@ -1,8 +1,10 @@
-"""Compile and corpus settings: the ``compile`` group of :class:`navi_environment.config.EnvironmentSettings`."""
+"""Compile and corpus settings: the ``compile`` group of ``navi_environment.config.EnvironmentSettings``."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DEFAULT_FAMILIES = ("apartment", "maze", "warehouse", "building", "hall")
 
 
 class CompileSettings(BaseModel):
@@ -14,3 +16,28 @@ class CompileSettings(BaseModel):
     corpus_dir: str = Field(
         default="gmdag/corpus", description="Default corpus folder, relative to the repository's artifacts/."
     )
+    families: tuple[str, ...] = Field(
+        default=DEFAULT_FAMILIES, description="Procedural families in the default corpus."
+    )
+    count_per_family: int = Field(default=4, ge=1, le=1000, description="Scenes per family in the corpus.")
+    far_tolerance_voxels: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=64.0,
+        description="Away from surfaces, a block whose SDF range is within this many voxels is stored "
+        "as one leaf holding its minimum (a safe lower bound). 0 = exact uniform collapse only.",
+    )
+    cutoff_m: float = Field(
+        default=3.0, gt=0.0, description="Procedural scenes: distances beyond this are clamped (lower bound)."
+    )
+    max_mesh_extent_m: float = Field(
+        default=2000.0, gt=0.0, description="A mesh whose bounding box is larger than this is rejected."
+    )
+    qualify: bool = Field(default=True, description="Qualify spawns of every corpus scene.")
+
+    @field_validator("resolution")
+    @classmethod
+    def _power_of_two(cls, value: int) -> int:
+        if value < 8 or value > 4096 or value & (value - 1):
+            raise ValueError(f"resolution must be a power of two in [8, 4096], got {value}")
+        return value

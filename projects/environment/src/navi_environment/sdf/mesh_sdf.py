@@ -1,0 +1,121 @@
+"""Signed distance grid of a triangle mesh: exact near the surface, robust sign, filled everywhere.
+
+1. Exact unsigned point-triangle distance in a narrow band (``BAND_VOXELS``) around the surface.
+2. Sign inside the band from the fast generalised winding number at every band voxel: right for
+   thin walls, holes smaller than the band, triangle soups and inverted normals.
+3. Outside the band, space splits into connected regions that no surface crosses (6-connected
+   components of the non-band voxels); each region takes one sign from a majority vote of winding
+   numbers at a few of its voxels. Enclosed air (rooms of a closed building) stays outside; solid
+   interiors come out inside.
+4. Magnitude outside the band from a Euclidean distance transform to the band: the distance to the
+   nearest band voxel plus the band width minus one voxel, within about a voxel of the truth.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import structlog
+import trimesh
+from scipy import ndimage
+
+from navi_environment.scenes.rasterize import SEMANTIC_BAND_VOXELS, cube_for_bounds
+from navi_environment.sdf._triangles import splat_unsigned_distance, triangle_index_ranges
+from navi_environment.sdf._winding import build_bvh, winding_numbers
+
+log = structlog.get_logger()
+
+BAND_VOXELS = 2.5
+"""Exact distances and per-voxel signs are computed within this many voxels of the surface."""
+_REGION_SAMPLES = 7
+
+
+def _centres(flat_indices: np.ndarray, resolution: int, bmin: np.ndarray, voxel: float) -> np.ndarray:
+    ijk = np.stack(np.unravel_index(flat_indices, (resolution,) * 3), axis=1)
+    return bmin.astype(np.float64) + (ijk + 0.5) * voxel
+
+
+def _region_samples(labels: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``_REGION_SAMPLES`` voxels per region: (flat voxel indices, their region ids)."""
+    resolution = labels.shape[0]
+    stride = max(1, resolution // 64)
+    sub = labels[::stride, ::stride, ::stride]
+    sub_flat = sub.ravel()
+    present = np.flatnonzero(sub_flat)
+    ids = sub_flat[present]
+    order = np.argsort(ids, kind="stable")
+    ids, present = ids[order], present[order]
+    starts = np.searchsorted(ids, np.arange(1, count + 1))
+    ends = np.searchsorted(ids, np.arange(1, count + 1), side="right")
+    sub_ijk = np.stack(np.unravel_index(present, sub.shape), axis=1) * stride
+    flat_full = np.ravel_multi_index(tuple(sub_ijk.T), labels.shape) if len(present) else present
+    samples: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    missing = np.flatnonzero(ends == starts) + 1
+    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        region = index + 1
+        if end > start:
+            picks = np.unique(np.linspace(start, end - 1, _REGION_SAMPLES).astype(np.int64))
+            samples.append(flat_full[picks])
+            owners.append(np.full(len(picks), region, dtype=np.int64))
+    if len(missing):  # small regions the coarse lattice missed: one voxel each
+        slices = ndimage.find_objects(labels)
+        for missing_region in missing:
+            window = slices[missing_region - 1]
+            assert window is not None
+            local = np.argwhere(labels[window] == missing_region)[0]
+            corner = np.array([s.start for s in window])
+            samples.append(np.array([np.ravel_multi_index(tuple(local + corner), labels.shape)]))
+            owners.append(np.array([missing_region], dtype=np.int64))
+    if not samples:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(samples), np.concatenate(owners)
+
+
+def mesh_grids(
+    mesh: trimesh.Trimesh, resolution: int, *, semantic_id: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Rasterise a mesh into the compiler's dense inputs.
+
+    Args:
+        mesh: validated mesh in metres (see :func:`navi_environment.mesh.load.load_mesh`).
+        resolution: voxels per axis (power of two).
+        semantic_id: id written near every surface (meshes carry no classes).
+
+    Returns:
+        (sdf (R, R, R) float32, semantic (R, R, R) uint16, bmin (3,) float32, voxel size).
+    """
+    triangles = np.ascontiguousarray(mesh.triangles, dtype=np.float64)
+    bmin, voxel = cube_for_bounds(mesh.bounds[0], mesh.bounds[1], resolution)
+    origin = bmin.astype(np.float64)
+    band = BAND_VOXELS * voxel
+    udf = np.full((resolution,) * 3, np.inf, dtype=np.float32)
+    ranges = triangle_index_ranges(triangles, origin, voxel, band, resolution)
+    splat_unsigned_distance(triangles, ranges, origin, voxel, udf)
+    in_band = udf < np.float32(band)
+
+    bvh = build_bvh(triangles)
+    band_flat = np.flatnonzero(in_band)
+    band_winding = winding_numbers(_centres(band_flat, resolution, bmin, voxel), triangles, *bvh)
+    labels, regions = ndimage.label(~in_band)
+    sample_flat, sample_region = _region_samples(labels, regions)
+    sample_winding = winding_numbers(_centres(sample_flat, resolution, bmin, voxel), triangles, *bvh)
+    votes = np.bincount(sample_region, weights=np.abs(sample_winding) > 0.5, minlength=regions + 1)
+    totals = np.bincount(sample_region, minlength=regions + 1)
+    region_inside = votes > 0.5 * np.maximum(totals, 1)
+    region_inside[0] = False
+
+    far = ndimage.distance_transform_edt(~in_band, sampling=voxel).astype(np.float32)
+    sdf = np.where(in_band, udf, np.maximum(np.float32(band), far + np.float32(band - voxel)))
+    del far
+    inside = region_inside[labels]
+    inside.ravel()[band_flat] = np.abs(band_winding) > 0.5
+    np.negative(sdf, out=sdf, where=inside)
+    semantic = np.where(udf < np.float32(SEMANTIC_BAND_VOXELS * voxel), np.uint16(semantic_id), np.uint16(0))
+    log.debug(
+        "sdf.mesh.rasterised",
+        triangles=len(triangles),
+        band_voxels=len(band_flat),
+        regions=int(regions),
+        inside_regions=int(region_inside.sum()),
+    )
+    return sdf.astype(np.float32), semantic.astype(np.uint16), bmin, voxel
