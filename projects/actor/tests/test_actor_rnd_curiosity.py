@@ -19,7 +19,7 @@ def scene_obs(seed: int, batch: int) -> torch.Tensor:
 
 def test_reward_drops_on_repeated_observations_after_updates() -> None:
     torch.manual_seed(0)
-    rnd = RandomNetworkDistillation(RndConfig(learning_rate=3e-3), AZ, EL)
+    rnd = RandomNetworkDistillation(RndConfig(learning_rate=3e-3, hidden=64), AZ, EL)
     familiar, novel = scene_obs(1, 16), scene_obs(2, 16)
     rnd.intrinsic_reward(torch.cat([familiar, novel]))  # both seen by the statistics, not trained on
     before_familiar = rnd.intrinsic_reward(familiar, update_stats=False).mean()
