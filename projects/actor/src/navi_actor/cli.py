@@ -1,8 +1,103 @@
-"""``navi-actor`` and ``brain``: train, evaluate, manage models and serve the policy."""
+"""``navi-actor`` and ``brain``: train, evaluate, manage models and serve the policy.
+
+Options map one to one onto :class:`~navi_actor.config.ActorSettings` fields and are passed as init
+kwargs, so a flag beats ``NAVI_ACTOR_*`` environment variables, which beat the root ``.env``.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import click
+from pydantic import ValidationError
+
+_ENV_OPTIONS = [
+    click.option(
+        "--gmdag-file", type=click.Path(path_type=Path, dir_okay=False), help="Use this one .gmdag scene."
+    ),
+    click.option(
+        "--corpus", type=click.Path(path_type=Path, file_okay=False), help="Corpus folder of .gmdag scenes."
+    ),
+    click.option(
+        "--env",
+        "env_backend",
+        type=click.Choice(["sdfdag", "point"]),
+        help="Environment: sdfdag (the simulator, default) or point (a tiny toy for smoke tests).",
+    ),
+    click.option("--actors", type=int, help="Drones stepped together (default 4)."),
+    click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ..."),
+    click.option("--torch-threads", type=int, help="torch intra-op threads (1 is fastest on a busy CPU)."),
+]
+
+
+def _with_options(options: list[Any]) -> Any:
+    def decorate(function: Any) -> Any:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
+def _nested(**groups: dict[str, Any]) -> dict[str, Any]:
+    """Drop unset (None) CLI values so they do not override environment variables or defaults."""
+    merged: dict[str, Any] = {}
+    for name, values in groups.items():
+        kept = {key: value for key, value in values.items() if value is not None}
+        if kept:
+            merged[name] = kept
+    return merged
+
+
+def build_settings(**kwargs: Any) -> Any:
+    """``ActorSettings(**kwargs)`` with validation errors turned into a readable ClickException."""
+    from navi_actor.config import ActorSettings
+
+    try:
+        return ActorSettings(**kwargs)
+    except ValidationError as error:
+        lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in error.errors()]
+        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
+
+
+def _common_settings(
+    *,
+    gmdag_file: Path | None,
+    corpus: Path | None,
+    env_backend: str | None,
+    actors: int | None,
+    device: str | None,
+    torch_threads: int | None,
+    **extra: Any,
+) -> dict[str, Any]:
+    groups: dict[str, dict[str, Any]] = {
+        "environment": {"gmdag_file": gmdag_file, "corpus": corpus, "backend": env_backend},
+        "rollout": {"num_actors": actors},
+        "train": {"device": device, "torch_threads": torch_threads},
+    }
+    for key, value in extra.items():
+        group, _, field = key.partition("__")
+        groups.setdefault(group, {})[field] = value
+    return _nested(**groups)
+
+
+def _start(settings: Any) -> None:
+    """Process-level setup owned by the entry point: logging and torch threads."""
+    import torch
+
+    from navi_contracts.logging import configure_logging
+
+    configure_logging(settings.log_level, settings.log_json)
+    if settings.train.torch_threads is not None:
+        torch.set_num_threads(settings.train.torch_threads)
+
+
+def _artifacts(settings: Any) -> Path:
+    from navi_contracts.paths import artifacts_root
+
+    return settings.train.artifacts_dir or artifacts_root()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -11,9 +106,230 @@ def main() -> None:
 
 
 @main.command()
-def train() -> None:
-    """Train the policy in-process on the default corpus (canonical fast path)."""
-    raise click.ClickException("the PPO trainer is not built yet (issue 5); nothing to run")
+@click.option(
+    "--total-steps", type=int, help="Environment steps (all drones) to train; default: until Ctrl+C."
+)
+@click.option("--rollout-length", type=int, help="Steps per drone between updates (default 128).")
+@click.option("--encoder-backend", help="Observation encoder: rayvit (default) or spherical_cnn.")
+@click.option("--temporal-core", help="Recurrent core: mamba2 (default), gru or mambapy.")
+@click.option(
+    "--checkpoint",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Continue from this checkpoint instead of the registry's latest.",
+)
+@click.option("--no-auto-resume", is_flag=True, help="Start a fresh policy even if the registry has one.")
+@click.option("--checkpoint-every", type=int, help="Environment steps between checkpoints.")
+@click.option("--keep-checkpoints", type=int, help="Checkpoints kept per run.")
+@click.option("--seed", type=int, help="Seed for torch, the environment and minibatch shuffles.")
+@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://*:5557).")
+@click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
+@_with_options(_ENV_OPTIONS)
+def train(
+    *,
+    total_steps: int | None,
+    rollout_length: int | None,
+    encoder_backend: str | None,
+    temporal_core: str | None,
+    checkpoint: Path | None,
+    no_auto_resume: bool,
+    checkpoint_every: int | None,
+    keep_checkpoints: int | None,
+    seed: int | None,
+    telemetry_pub: str | None,
+    no_telemetry: bool,
+    **env_options: Any,
+) -> None:
+    """Train the policy in-process with PPO (runs until Ctrl+C or --total-steps).
+
+    Continues from the registry's latest model unless --checkpoint or --no-auto-resume is given;
+    writes artifacts/runs/<run_id>/ (manifest.json, metrics.jsonl, checkpoints/) and promotes a
+    checkpoint to the registry when its reward EMA beats the best one. Ctrl+C saves a final checkpoint.
+    """
+    from navi_actor.runners.env_factory import build_environment
+    from navi_actor.runners.on_policy_runner import OnPolicyRunner
+    from navi_actor.telemetry import TrainingTelemetry
+
+    values = _common_settings(
+        **env_options,
+        train__total_steps=total_steps,
+        train__seed=seed,
+        rollout__rollout_length=rollout_length,
+        checkpoint__every_steps=checkpoint_every,
+        checkpoint__keep=keep_checkpoints,
+        checkpoint__auto_resume=False if no_auto_resume else None,
+        telemetry__endpoint=telemetry_pub,
+        telemetry__enabled=False if no_telemetry else None,
+    )
+    settings = build_settings(encoder_backend=encoder_backend, temporal_core=temporal_core, **values)
+    _start(settings)
+    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+    try:
+        runner = OnPolicyRunner(
+            settings,
+            built,
+            artifacts_dir=_artifacts(settings),
+            checkpoint=checkpoint,
+            telemetry=telemetry,
+            progress=lambda line: click.echo(line, err=True),
+        )
+        summary = runner.run_training()
+    except ValueError as error:  # CheckpointError and incompatible settings
+        raise click.ClickException(str(error)) from error
+    finally:
+        if telemetry is not None:
+            telemetry.close()
+    state = "interrupted" if summary.interrupted else "finished"
+    click.echo(
+        f"{state}: {summary.steps_this_run} steps ({summary.steps_per_second:.1f} steps/s), "
+        f"run {summary.run_dir}"
+    )
+    click.echo(f"final checkpoint: {summary.final_checkpoint}")
+    for entry in summary.promoted:
+        click.echo(f"promoted v{entry.version:03d} (reward EMA {entry.reward_ema:.3f})")
+
+
+@main.command()
+@click.argument("checkpoint", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--notes", default="", help="Free text stored with the entry.")
+@click.option("--tags", default="", help="Comma-separated labels, e.g. 'baseline,gru'.")
+def promote(checkpoint: Path, notes: str, tags: str) -> None:
+    """Copy CHECKPOINT into the model registry as the next version and make it latest."""
+    from navi_actor.checkpoints import CheckpointError
+    from navi_actor.registry import ModelRegistry
+
+    settings = build_settings()
+    registry = ModelRegistry(_artifacts(settings) / "models")
+    try:
+        entry = registry.promote(
+            checkpoint, notes=notes, tags=[t.strip() for t in tags.split(",") if t.strip()]
+        )
+    except CheckpointError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"promoted {checkpoint} as v{entry.version:03d} -> {registry.path_of(entry)}")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the registry as JSON.")
+def models(as_json: bool) -> None:
+    """List the models in the registry (latest and best marked)."""
+    from navi_actor.registry import ModelRegistry
+
+    registry = ModelRegistry(_artifacts(build_settings()) / "models")
+    entries = registry.entries()
+    if as_json:
+        click.echo(json.dumps([entry.model_dump(mode="json") for entry in entries], indent=2))
+        return
+    if not entries:
+        click.echo(f"no models in {registry.folder} yet (train, or navi-actor promote <checkpoint>)")
+        return
+    latest, best = registry.latest(), registry.best()
+    for entry in entries:
+        marks = ("latest " if entry == latest else "") + ("best" if entry == best else "")
+        ema = "n/a" if entry.reward_ema is None else f"{entry.reward_ema:.3f}"
+        click.echo(
+            f"v{entry.version:03d}  step {entry.step_id:>10,}  reward_ema {ema:>8}  "
+            f"{entry.encoder_backend}/{entry.temporal_core}  {entry.training_source}  {marks.strip()}"
+            + (f"  tags={','.join(entry.tags)}" if entry.tags else "")
+            + (f"  {entry.notes}" if entry.notes else "")
+        )
+
+
+def _load_for_evaluation(checkpoint: Path, env_options: dict[str, Any]) -> tuple[Any, Any]:
+    """Build the environment from settings and the policy from ``checkpoint`` (shapes must agree)."""
+    from navi_actor.checkpoints import CheckpointError, load_checkpoint
+    from navi_actor.models import NaviPolicy
+    from navi_actor.runners.env_factory import build_environment
+
+    settings = build_settings(**_common_settings(**env_options))
+    _start(settings)
+    try:
+        loaded = load_checkpoint(checkpoint, map_location=settings.train.device)
+    except CheckpointError as error:
+        raise click.ClickException(str(error)) from error
+    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    sensor = (loaded.policy_config.azimuth, loaded.policy_config.elevation)
+    if tuple(built.env.observation_shape[1:]) != sensor:
+        raise click.ClickException(
+            f"{checkpoint} expects a {sensor} sensor but the environment gives "
+            f"{tuple(built.env.observation_shape[1:])}"
+        )
+    policy = NaviPolicy(loaded.policy_config).to(settings.train.device)
+    policy.load_state_dict(loaded.model)
+    return policy, built.env
+
+
+_EVAL_OPTIONS = [
+    click.option("--episodes", type=int, default=16, show_default=True, help="Finished episodes to average."),
+    click.option(
+        "--deterministic/--stochastic", default=True, show_default=True, help="Act with the mean or sample."
+    ),
+    click.option("--seed", type=int, default=0, show_default=True, help="Environment and sampling seed."),
+    click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    *_ENV_OPTIONS,
+]
+
+
+def _report_lines(name: str, report: Any) -> str:
+    return (
+        f"{name}: return {report.mean_return:.3f} ± {report.std_return:.3f} | collisions "
+        f"{100 * report.collision_rate:.2f}% of steps | coverage {report.coverage:.3f} | path "
+        f"{report.path_length:.1f} m | length {report.mean_length:.0f} ({report.episodes} episodes)"
+    )
+
+
+@main.command()
+@click.argument("checkpoint", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@_with_options(_EVAL_OPTIONS)
+def evaluate(
+    checkpoint: Path, episodes: int, deterministic: bool, seed: int, as_json: bool, **env: Any
+) -> None:
+    """Evaluate CHECKPOINT (pure inference, no learning): return, collisions, coverage, path length."""
+    from navi_actor.evaluation import evaluate_policy
+
+    policy, environment = _load_for_evaluation(checkpoint, env)
+    report = evaluate_policy(policy, environment, episodes, deterministic=deterministic, seed=seed)
+    if as_json:
+        click.echo(json.dumps({"checkpoint": str(checkpoint), **report.as_dict()}))
+    else:
+        click.echo(_report_lines(str(checkpoint), report))
+
+
+@main.command()
+@click.argument("first", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.argument("second", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@_with_options(_EVAL_OPTIONS)
+def compare(
+    *, first: Path, second: Path, episodes: int, deterministic: bool, seed: int, as_json: bool, **env: Any
+) -> None:
+    """Evaluate FIRST and SECOND on the same seeds and scenes and print both with the differences."""
+    from navi_actor.evaluation import evaluate_policy
+
+    reports = {}
+    for path in (first, second):
+        policy, environment = _load_for_evaluation(path, env)
+        reports[str(path)] = evaluate_policy(
+            policy, environment, episodes, deterministic=deterministic, seed=seed
+        )
+    a, b = reports[str(first)], reports[str(second)]
+    delta = {
+        key: getattr(b, key) - getattr(a, key)
+        for key in ("mean_return", "collision_rate", "coverage", "path_length")
+    }
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "first": {"checkpoint": str(first), **a.as_dict()},
+                    "second": {"checkpoint": str(second), **b.as_dict()},
+                    "delta": delta,
+                }
+            )
+        )
+        return
+    click.echo(_report_lines(f"A {first}", a))
+    click.echo(_report_lines(f"B {second}", b))
+    click.echo("B - A: " + ", ".join(f"{key} {value:+.4f}" for key, value in delta.items()))
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})

@@ -15,12 +15,35 @@ import torch
 class VectorStep(Protocol):
     """What one batched ``step`` returns (tensors may be reused by the next step: copy to keep)."""
 
-    obs: torch.Tensor  # [B, 3, Az, El] float32, after auto-reset of rows that ended
-    reward: torch.Tensor  # [B] float32
-    terminated: torch.Tensor  # [B] bool
-    truncated: torch.Tensor  # [B] bool
-    final_obs: torch.Tensor  # [B, 3, Az, El] last observation of rows that ended (equals obs elsewhere)
-    info: dict[str, torch.Tensor]  # [B] each: "reward/<term>", "collision", "speed", "coverage", ...
+    @property
+    def obs(self) -> torch.Tensor:
+        """[B, 3, Az, El] float32, after auto-reset of rows that ended."""
+        ...
+
+    @property
+    def reward(self) -> torch.Tensor:
+        """[B] float32."""
+        ...
+
+    @property
+    def terminated(self) -> torch.Tensor:
+        """[B] bool: the episode ended for good."""
+        ...
+
+    @property
+    def truncated(self) -> torch.Tensor:
+        """[B] bool: the episode was cut (time limit, starvation); bootstrap from ``final_obs``."""
+        ...
+
+    @property
+    def final_obs(self) -> torch.Tensor:
+        """[B, 3, Az, El] last observation of rows that ended (equals ``obs`` elsewhere)."""
+        ...
+
+    @property
+    def info(self) -> dict[str, torch.Tensor]:
+        """[B] each: ``reward/<term>``, ``collision``, ``speed``, ``coverage``, ..."""
+        ...
 
 
 class VectorEnv(Protocol):
@@ -47,4 +70,8 @@ class VectorEnv(Protocol):
 
     def step(self, actions: torch.Tensor) -> VectorStep:
         """Apply actions [B, 4] in [-1, 1] and advance one tick."""
+        ...
+
+    def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Current positions [B, 3] (metres) and yaws [B] (radians), for path length and telemetry."""
         ...

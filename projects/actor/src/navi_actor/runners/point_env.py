@@ -84,6 +84,11 @@ class PointGoalEnv:
         """The tensors' device."""
         return self._device
 
+    def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Positions [B, 3] (z = 0) and yaws [B]."""
+        z = torch.zeros(self._num_actors, 1, device=self._device)
+        return torch.cat([self.position, z], dim=1), self.yaw.clone()
+
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Respawn every drone; returns observations [B, 3, Az, El]."""
         if seed is not None:

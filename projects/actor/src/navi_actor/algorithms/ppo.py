@@ -1,0 +1,241 @@
+"""The PPO learner: sequence-native minibatches, clipped losses, KL early stop, Adam.
+
+One :meth:`PPOLearner.update` consumes one filled :class:`RolloutStorage`. Loss statistics stay on
+the device as a running sum and are copied to the host once per epoch (that copy is also where the KL
+early stop is decided), so the inner loop never synchronises with the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from navi_actor.algorithms.losses import clipped_surrogate_loss, clipped_value_loss, kl_to_reference
+from navi_actor.algorithms.stage_timer import StageTimer
+from navi_actor.config import PPOConfig
+from navi_actor.models import NaviPolicy
+from navi_actor.storage.rollout_storage import RolloutStorage, SequenceBatch
+
+METRIC_NAMES = (
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "reference_kl",
+    "grad_norm",
+    "auxiliary_loss",
+)
+AuxiliaryStep = Callable[[SequenceBatch], torch.Tensor]
+
+
+@dataclass
+class UpdateResult:
+    """What one update did: mean metrics of the last epoch run, stage seconds, epochs, early stop."""
+
+    metrics: dict[str, float]
+    timings: dict[str, float]
+    epochs_run: int
+    early_stopped: bool
+    learning_rate: float
+    per_epoch: list[dict[str, float]] = field(default_factory=list)
+
+
+class PPOLearner:
+    """Owns the optimiser and the update schedule of one policy.
+
+    Args:
+        policy: the policy being trained.
+        config: PPO hyper-parameters.
+        total_updates: updates planned for the run (drives linear LR annealing); None = unbounded.
+        reference_policy: frozen policy for the optional KL penalty (e.g. the BC checkpoint).
+    """
+
+    def __init__(
+        self,
+        policy: NaviPolicy,
+        config: PPOConfig,
+        total_updates: int | None = None,
+        reference_policy: NaviPolicy | None = None,
+    ) -> None:
+        self.policy, self.config = policy, config
+        self.reference_policy = reference_policy
+        if reference_policy is not None:
+            reference_policy.requires_grad_(False)
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        self.update_index = 0
+        self.total_updates: int | None = None
+        self._schedule_start = 0
+        self.schedule(total_updates)
+
+    def schedule(self, planned_updates: int | None) -> None:
+        """Anneal over the next ``planned_updates`` updates (None: constant), starting now.
+
+        A resumed run calls this after restoring ``update_index``, so its schedule covers the budget
+        of the new invocation instead of restarting from a counter the old run had already used.
+        """
+        self.total_updates, self._schedule_start = planned_updates, self.update_index
+
+    def current_learning_rate(self) -> float:
+        """Learning rate for the next update (linear anneal to 0 when the run is bounded)."""
+        if self.config.lr_schedule == "constant" or not self.total_updates:
+            return self.config.learning_rate
+        done = (self.update_index - self._schedule_start) / self.total_updates
+        remaining = max(0.0, 1.0 - done)
+        return self.config.learning_rate * remaining
+
+    def reference_kl_coef(self) -> float:
+        """Weight of the KL-to-reference penalty for the next update (decays per update)."""
+        if self.reference_policy is None:
+            return 0.0
+        return self.config.reference_kl_coef * self.config.reference_kl_decay**self.update_index
+
+    def update(
+        self,
+        storage: RolloutStorage,
+        generator: torch.Generator | None = None,
+        auxiliary_step: AuxiliaryStep | None = None,
+        on_minibatch: Callable[[], None] | None = None,
+    ) -> UpdateResult:
+        """Run up to ``epochs`` passes of minibatch PPO over a rollout with computed returns.
+
+        Args:
+            storage: filled storage whose :meth:`~RolloutStorage.compute_returns` has run.
+            generator: torch generator for the minibatch shuffle (reproducible, checkpointed).
+            auxiliary_step: optional extra learner (the RND predictor) called once per minibatch;
+                returns its scalar loss (timed as ``rnd_step``).
+            on_minibatch: optional callback after each minibatch (heartbeats; timed as ``callbacks``).
+
+        Returns:
+            An :class:`UpdateResult`.
+        """
+        cfg = self.config
+        learning_rate = self.current_learning_rate()
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        timer = StageTimer(use_cuda_events=cfg.cuda_timing and storage.device.type == "cuda")
+        per_epoch: list[dict[str, float]] = []
+        early_stopped = False
+        self.policy.train()
+        for _epoch in range(cfg.epochs):
+            epoch_metrics = self._run_epoch(storage, generator, timer, auxiliary_step, on_minibatch)
+            per_epoch.append(epoch_metrics)
+            if cfg.target_kl is not None and epoch_metrics["approx_kl"] > cfg.target_kl:
+                early_stopped = True
+                break
+        self.update_index += 1
+        return UpdateResult(
+            metrics=per_epoch[-1],
+            timings=timer.totals(),
+            epochs_run=len(per_epoch),
+            early_stopped=early_stopped,
+            learning_rate=learning_rate,
+            per_epoch=per_epoch,
+        )
+
+    def _run_epoch(
+        self,
+        storage: RolloutStorage,
+        generator: torch.Generator | None,
+        timer: StageTimer,
+        auxiliary_step: AuxiliaryStep | None,
+        on_minibatch: Callable[[], None] | None,
+    ) -> dict[str, float]:
+        cfg = self.config
+        sums = torch.zeros(len(METRIC_NAMES), device=storage.device)
+        batches = storage.sequence_minibatches(cfg.num_minibatches, generator)
+        pending = 0
+        for _index in range(cfg.num_minibatches):
+            with timer.stage("minibatch_fetch"):
+                batch = next(batches)
+            stats = self._accumulate_gradients(batch, timer)
+            pending += 1
+            if pending == cfg.gradient_accumulation:
+                stats[METRIC_NAMES.index("grad_norm")] = self._optimizer_step(timer)
+                pending = 0
+            if auxiliary_step is not None:
+                with timer.stage("rnd_step"):
+                    stats[METRIC_NAMES.index("auxiliary_loss")] = auxiliary_step(batch).detach()
+            sums += stats
+            if on_minibatch is not None:
+                with timer.stage("callbacks"):
+                    on_minibatch()
+        if pending:
+            sums[METRIC_NAMES.index("grad_norm")] += self._optimizer_step(timer)
+        optimizer_steps = -(-cfg.num_minibatches // cfg.gradient_accumulation)
+        means = (sums / cfg.num_minibatches).tolist()  # the one host copy of this epoch
+        metrics = dict(zip(METRIC_NAMES, means, strict=True))
+        metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
+        return metrics
+
+    def _accumulate_gradients(self, batch: SequenceBatch, timer: StageTimer) -> torch.Tensor:
+        """Forward and backward one minibatch (scaled for accumulation); returns its stats [K]."""
+        cfg = self.config
+        warming_up = self.update_index < cfg.value_warmup_updates
+        with timer.stage("prep"):
+            old_log_probs, advantages = batch.old_log_probs.reshape(-1), batch.advantages.reshape(-1)
+        with timer.stage("policy_eval"):
+            evaluation = self.policy.evaluate_sequences(
+                batch.obs, batch.actions, batch.state0, batch.episode_starts
+            )
+            log_probs = evaluation.log_prob.reshape(-1)
+            policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
+                log_probs, old_log_probs, advantages, cfg.clip_range
+            )
+            value_loss = clipped_value_loss(
+                evaluation.value.reshape(-1),
+                batch.old_values.reshape(-1),
+                batch.returns.reshape(-1),
+                cfg.value_clip_range,
+            )
+            entropy = evaluation.entropy.mean()
+            reference_kl = self._reference_kl(batch, log_probs)
+            loss = cfg.value_coef * value_loss
+            if not warming_up:
+                loss = loss + policy_loss - cfg.entropy_coef * entropy
+                loss = loss + self.reference_kl_coef() * reference_kl
+        with timer.stage("backward"):
+            (loss / cfg.gradient_accumulation).backward()
+        zero = torch.zeros((), device=loss.device)
+        return torch.stack(
+            [
+                policy_loss.detach(),
+                value_loss.detach(),
+                entropy.detach(),
+                approx_kl,
+                clip_fraction,
+                reference_kl.detach(),
+                zero,
+                zero,
+            ]
+        )
+
+    def _reference_kl(self, batch: SequenceBatch, log_probs: torch.Tensor) -> torch.Tensor:
+        if self.reference_policy is None or self.config.reference_kl_coef == 0.0:
+            return torch.zeros((), device=log_probs.device)
+        with torch.no_grad():
+            reference = self.reference_policy.evaluate_sequences(
+                batch.obs, batch.actions, batch.state0, batch.episode_starts
+            )
+        return kl_to_reference(log_probs, reference.log_prob.reshape(-1))
+
+    def _optimizer_step(self, timer: StageTimer) -> torch.Tensor:
+        with timer.stage("clip"):
+            parameters: list[nn.Parameter] = [p for p in self.policy.parameters() if p.grad is not None]
+            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.config.max_grad_norm)
+        with timer.stage("optimizer_step"):
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        return grad_norm.detach()
+
+    def state_dict(self) -> dict[str, object]:
+        """Optimiser state and the update counter (for checkpoints)."""
+        return {"optimizer": self.optimizer.state_dict(), "update_index": self.update_index}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.optimizer.load_state_dict(state["optimizer"])  # type: ignore[arg-type]
+        self.update_index = int(state["update_index"])  # type: ignore[call-overload]

@@ -1,0 +1,176 @@
+"""``ActorSettings``: the one settings class of navi-actor (prefix ``NAVI_ACTOR_``).
+
+Groups are nested pydantic models (``NAVI_ACTOR_PPO__CLIP_RANGE=0.1`` sets ``ppo.clip_range``). CLI
+options pass their values as init kwargs, which outrank environment variables and the root ``.env``.
+Every cross-field rule is checked once, here, at startup (not in the training loop).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from navi_actor.models import PolicyConfig
+from navi_contracts.settings import NaviSettings, SettingsGroup
+
+
+class RolloutConfig(SettingsGroup):
+    """How experience is collected between updates."""
+
+    num_actors: int = Field(default=4, gt=0, description="Drones stepped together (batch B).")
+    rollout_length: int = Field(default=128, gt=0, description="Steps per drone per rollout (T).")
+    sequence_length: int = Field(
+        default=32, gt=0, description="BPTT chunk length L; must divide rollout_length."
+    )
+    gamma: float = Field(default=0.99, ge=0.0, le=1.0, description="Discount factor.")
+    gae_lambda: float = Field(default=0.95, ge=0.0, le=1.0, description="GAE lambda.")
+
+
+class PPOConfig(SettingsGroup):
+    """The PPO update: losses, optimiser and its schedule."""
+
+    learning_rate: float = Field(default=3e-4, gt=0.0, description="Adam learning rate at the start.")
+    lr_schedule: Literal["constant", "linear"] = Field(
+        default="linear", description="linear anneals to 0 at --total-steps (constant when unbounded)."
+    )
+    adam_eps: float = Field(default=1e-5, gt=0.0, description="Adam epsilon.")
+    epochs: int = Field(default=4, gt=0, description="Passes over each rollout.")
+    num_minibatches: int = Field(default=4, gt=0, description="Minibatches per epoch (of whole sequences).")
+    gradient_accumulation: int = Field(
+        default=1, gt=0, description="Minibatches whose gradients are summed before one optimiser step."
+    )
+    clip_range: float = Field(default=0.2, gt=0.0, description="PPO ratio clip epsilon.")
+    value_clip_range: float | None = Field(
+        default=0.2, gt=0.0, description="Clip of the value change per update; null disables."
+    )
+    value_coef: float = Field(default=0.5, ge=0.0, description="Weight of the value loss.")
+    entropy_coef: float = Field(default=0.005, ge=0.0, description="Weight of the entropy bonus.")
+    max_grad_norm: float = Field(default=0.5, gt=0.0, description="Global gradient-norm clip.")
+    target_kl: float | None = Field(
+        default=0.03, gt=0.0, description="Stop the update's epochs once mean approx KL exceeds this."
+    )
+    value_warmup_updates: int = Field(
+        default=0, ge=0, description="First N updates train only the critic (e.g. after BC pretraining)."
+    )
+    reference_checkpoint: Path | None = Field(
+        default=None, description="Frozen reference policy (e.g. the BC checkpoint) for a KL penalty."
+    )
+    reference_kl_coef: float = Field(default=0.0, ge=0.0, description="Initial KL-to-reference weight.")
+    reference_kl_decay: float = Field(
+        default=0.995, gt=0.0, le=1.0, description="Per-update multiplicative decay of that weight."
+    )
+    cuda_timing: bool = Field(default=False, description="Time update stages with CUDA events.")
+
+
+class CheckpointConfig(SettingsGroup):
+    """Checkpoint cadence, retention and registry behaviour."""
+
+    every_steps: int = Field(default=50_000, gt=0, description="Environment steps between checkpoints.")
+    keep: int = Field(default=5, gt=0, description="Checkpoints kept per run (older ones deleted).")
+    auto_resume: bool = Field(default=True, description="Continue from the registry's latest model.")
+    auto_promote: bool = Field(
+        default=True, description="Promote a checkpoint whose reward EMA beats the registry's best."
+    )
+
+
+class TelemetryConfig(SettingsGroup):
+    """Live telemetry on the actor PUB socket."""
+
+    enabled: bool = Field(default=True, description="Publish telemetry while training.")
+    endpoint: str = Field(default="tcp://*:5557", description="Actor PUB bind endpoint.")
+    observation_hz: float = Field(default=10.0, gt=0.0, description="Actor-0 observation publish rate.")
+    heartbeat_seconds: float = Field(default=1.0, gt=0.0, description="Heartbeat period during updates.")
+
+
+class EnvironmentChoice(SettingsGroup):
+    """Which environment the trainer steps in-process."""
+
+    backend: Literal["sdfdag", "point"] = Field(
+        default="sdfdag",
+        description="sdfdag: the real simulator; point: a tiny goal-seeking toy for smoke tests.",
+    )
+    gmdag_file: Path | None = Field(default=None, description="Train on this one .gmdag scene.")
+    corpus: Path | None = Field(default=None, description="Corpus folder (default: the built-in one).")
+    point_azimuth: int = Field(default=32, gt=0, description="Azimuth bins of the point environment.")
+    point_elevation: int = Field(default=8, gt=0, description="Elevation bins of the point environment.")
+
+
+class TrainConfig(SettingsGroup):
+    """Run-level knobs."""
+
+    total_steps: int | None = Field(
+        default=None, gt=0, description="Environment steps (all drones) to train for; null = until Ctrl+C."
+    )
+    device: str = Field(default="cpu", description="torch device: cpu, cuda, cuda:1, ...")
+    seed: int = Field(default=0, description="Seed for torch, the environment and minibatch shuffles.")
+    reward_ema_alpha: float = Field(
+        default=0.05, gt=0.0, le=1.0, description="Weight of each finished episode in the reward EMA."
+    )
+    progress_seconds: float = Field(default=2.0, gt=0.0, description="Progress line period.")
+    torch_threads: int | None = Field(
+        default=None,
+        gt=0,
+        description="torch intra-op threads (default: torch's choice). 1 is fastest on a busy shared CPU.",
+    )
+    artifacts_dir: Path | None = Field(
+        default=None, description="Where runs and the model registry live (default: <repo>/artifacts)."
+    )
+
+
+class ActorSettings(NaviSettings):
+    """Every navi-actor setting (``NAVI_ACTOR_*``)."""
+
+    model_config: ClassVar[SettingsConfigDict] = SettingsConfigDict(env_prefix="NAVI_ACTOR_")
+
+    encoder_backend: str | None = Field(
+        default=None, description="Encoder selector; overrides policy.encoder_backend when set."
+    )
+    temporal_core: str | None = Field(
+        default=None, description="Temporal core selector; overrides policy.temporal_core when set."
+    )
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    ppo: PPOConfig = Field(default_factory=PPOConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    environment: EnvironmentChoice = Field(default_factory=EnvironmentChoice)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+
+    @model_validator(mode="after")
+    def _check_cross_field_rules(self) -> ActorSettings:
+        rollout, ppo = self.rollout, self.ppo
+        if rollout.rollout_length % rollout.sequence_length != 0:
+            raise ValueError(
+                f"rollout.rollout_length ({rollout.rollout_length}) must be a multiple of "
+                f"rollout.sequence_length ({rollout.sequence_length})"
+            )
+        sequences = rollout.rollout_length // rollout.sequence_length * rollout.num_actors
+        if sequences % ppo.num_minibatches != 0:
+            raise ValueError(
+                f"{sequences} training sequences per rollout (rollout_length / sequence_length x "
+                f"num_actors) cannot be split into ppo.num_minibatches={ppo.num_minibatches}"
+            )
+        self.policy_config()  # validates the selector overrides with the policy's own rules
+        return self
+
+    def policy_config(self, observation_shape: tuple[int, ...] | None = None) -> PolicyConfig:
+        """The policy group with the top-level selectors (and the sensor shape) applied.
+
+        Args:
+            observation_shape: ``(C, Az, El)`` of the environment; sets the policy's sensor size.
+
+        Returns:
+            A validated :class:`PolicyConfig`.
+        """
+        update: dict[str, object] = {}
+        if self.encoder_backend is not None:
+            update["encoder_backend"] = self.encoder_backend
+        if self.temporal_core is not None:
+            update["temporal_core"] = self.temporal_core
+        if observation_shape is not None:
+            update["azimuth"], update["elevation"] = int(observation_shape[1]), int(observation_shape[2])
+        merged = self.policy.model_dump() | update
+        return PolicyConfig.model_validate(merged)

@@ -1,0 +1,139 @@
+"""Choosing where a run starts from, and capturing/restoring everything a resume needs.
+
+Order: an explicit ``--checkpoint`` wins; otherwise, unless ``--no-auto-resume``, the registry's
+``latest.pt``; otherwise a fresh policy. The checkpoint's architecture is used unless the user picked
+a different encoder or temporal core explicitly: an explicit checkpoint then fails with a clear
+message, while an auto-resume candidate is skipped (the user asked for another model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+import torch
+
+from navi_actor.algorithms.ppo import PPOLearner
+from navi_actor.checkpoints import Checkpoint, CheckpointError, load_checkpoint
+from navi_actor.config import ActorSettings
+from navi_actor.models import PolicyConfig
+from navi_actor.registry import ModelRegistry
+from navi_actor.runners.progress import TrainingCounters
+
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True)
+class StartPoint:
+    """Where training starts: the policy architecture and, when resuming, the checkpoint."""
+
+    policy_config: PolicyConfig
+    checkpoint: Checkpoint | None
+    path: Path | None
+
+
+def _conflict(
+    settings: ActorSettings, checkpoint: Checkpoint, observation_shape: tuple[int, ...]
+) -> str | None:
+    """Why ``checkpoint`` cannot continue under ``settings``, or None."""
+    chosen = {"encoder_backend": settings.encoder_backend, "temporal_core": settings.temporal_core}
+    for name, value in chosen.items():
+        stored = getattr(checkpoint.policy_config, name)
+        if value is not None and value != stored:
+            return f"it was trained with {name}={stored!r} but {value!r} was requested"
+    stored_shape = (checkpoint.policy_config.azimuth, checkpoint.policy_config.elevation)
+    if stored_shape != tuple(observation_shape[1:]):
+        return (
+            f"its sensor is {stored_shape} (Az, El) but the environment gives {tuple(observation_shape[1:])}"
+        )
+    return None
+
+
+def choose_start(
+    settings: ActorSettings,
+    observation_shape: tuple[int, ...],
+    registry: ModelRegistry,
+    explicit: Path | None = None,
+) -> StartPoint:
+    """Decide the start point of a training run.
+
+    Args:
+        settings: resolved settings (``checkpoint.auto_resume`` decides the registry fallback).
+        observation_shape: ``(3, Az, El)`` of the environment.
+        registry: the model registry.
+        explicit: a ``--checkpoint`` path.
+
+    Returns:
+        The :class:`StartPoint`.
+
+    Raises:
+        CheckpointError: the explicit checkpoint is unreadable or incompatible.
+    """
+    fresh = StartPoint(settings.policy_config(observation_shape), None, None)
+    if explicit is not None:
+        checkpoint = load_checkpoint(explicit)
+        reason = _conflict(settings, checkpoint, observation_shape)
+        if reason is not None:
+            raise CheckpointError(f"cannot continue from {explicit}: {reason}")
+        return StartPoint(checkpoint.policy_config, checkpoint, explicit)
+    latest = registry.latest() if settings.checkpoint.auto_resume else None
+    if latest is None:
+        return fresh
+    try:
+        checkpoint = load_checkpoint(registry.latest_path)
+    except CheckpointError as error:
+        log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=str(error))
+        return fresh
+    reason = _conflict(settings, checkpoint, observation_shape)
+    if reason is not None:
+        log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=reason)
+        return fresh
+    log.info("actor.train.resuming", path=str(registry.latest_path), step_id=checkpoint.step_id)
+    return StartPoint(checkpoint.policy_config, checkpoint, registry.path_of(latest))
+
+
+def capture_rng(shuffle: torch.Generator) -> dict[str, Any]:
+    """Torch RNG states (CPU, every CUDA device, the minibatch shuffle) as tensors."""
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "shuffle": shuffle.get_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = list(torch.cuda.get_rng_state_all())
+    return state
+
+
+def restore(
+    checkpoint: Checkpoint, learner: PPOLearner, shuffle: torch.Generator, auxiliary: dict[str, Any]
+) -> TrainingCounters:
+    """Load weights, optimiser, RNG and auxiliary learner state; return the counters to continue.
+
+    Args:
+        checkpoint: the start checkpoint.
+        learner: the learner (its policy receives the weights).
+        shuffle: the minibatch shuffle generator.
+        auxiliary: objects with ``load_state_dict`` keyed like ``checkpoint.auxiliary`` (e.g. RND).
+
+    Returns:
+        :class:`TrainingCounters` positioned where the checkpoint stopped.
+    """
+    learner.policy.load_state_dict(checkpoint.model)
+    if checkpoint.optimizer is not None:
+        learner.load_state_dict({"optimizer": checkpoint.optimizer, "update_index": checkpoint.update_index})
+    else:  # a BC checkpoint: fresh optimiser, but keep counting updates from its index
+        learner.update_index = checkpoint.update_index
+    for name, module in auxiliary.items():
+        if name in checkpoint.auxiliary:
+            module.load_state_dict(checkpoint.auxiliary[name])
+    rng = checkpoint.rng
+    if "torch" in rng:
+        torch.set_rng_state(rng["torch"])
+    if "shuffle" in rng and rng["shuffle"].numel() == shuffle.get_state().numel():
+        shuffle.set_state(rng["shuffle"])
+    if "cuda" in rng and torch.cuda.is_available() and len(rng["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    return TrainingCounters(
+        step_id=checkpoint.step_id,
+        episode_count=checkpoint.episode_count,
+        reward_ema=checkpoint.reward_ema,
+        wall_time_hours=checkpoint.wall_time_hours,
+    )

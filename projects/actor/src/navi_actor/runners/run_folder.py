@@ -1,0 +1,110 @@
+"""A training run's folder: ``artifacts/runs/<run_id>/{manifest.json, metrics.jsonl, checkpoints/}``.
+
+The manifest records what produced the run (resolved settings, package versions, git revision) so
+every checkpoint and metric line can be traced back to code and configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import subprocess
+import tempfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from navi_contracts.paths import repo_root
+
+_PACKAGES = ("navi-actor", "navi-contracts", "navi-environment", "torch", "numpy", "pydantic")
+
+
+def new_run_id(label: str) -> str:
+    """``YYYYmmdd-HHMMSS-<label>-<4 hex>``: sortable by time, unique across parallel starts."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{label}-{secrets.token_hex(2)}"
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that shape a run's results."""
+    versions: dict[str, str] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def git_revision() -> str | None:
+    """``HEAD`` of the repository (with ``+dirty`` when the tree has changes), or None outside git."""
+    try:
+        root = str(repo_root())
+        head = subprocess.run(
+            ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if dirty else head
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(payload, stream, indent=2, sort_keys=True, default=str)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+class RunFolder:
+    """Creates and writes one run's folder.
+
+    Args:
+        runs_root: ``artifacts/runs``.
+        run_id: folder name.
+    """
+
+    def __init__(self, runs_root: Path, run_id: str) -> None:
+        self.run_id = run_id
+        self.path = runs_root / run_id
+        self.checkpoints = self.path / "checkpoints"
+        self.metrics_path = self.path / "metrics.jsonl"
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+
+    def write_manifest(self, settings: dict[str, Any], extra: dict[str, Any]) -> Path:
+        """Record the resolved settings, versions, git revision and ``extra`` facts (device, resume...)."""
+        manifest = {
+            "run_id": self.run_id,
+            "created_at": datetime.now(UTC).isoformat(),
+            "settings": settings,
+            "versions": package_versions(),
+            "git_revision": git_revision(),
+            "python": platform.python_version(),
+            "host": platform.node(),
+            **extra,
+        }
+        path = self.path / "manifest.json"
+        write_json_atomic(path, manifest)
+        return path
+
+    def append_metrics(self, record: dict[str, Any]) -> None:
+        """Append one JSON line (an append of one short line is atomic enough for a log)."""
+        with self.metrics_path.open("a", encoding="utf-8") as stream:
+            stream.write(json.dumps(record, sort_keys=True, default=float) + "\n")
