@@ -3,10 +3,12 @@
 Measures, in one run on this machine:
   * render_ms_p50 / png_bytes: panorama render + PNG encode of one 256x48 observation (per frame,
     shared by every tab);
-  * producer throughput publishing DistanceMatrix batches as fast as it can, alone (reference) and
-    while a ``navi-dashboard`` process watches with one live tab and one stalled tab, and their
-    ratio ``watched_over_alone`` (1.0 = watching costs the producer nothing; on a 2-core box the
-    dashboard's CPU use shows up here, since it shares the cores);
+  * producer throughput publishing DistanceMatrix batches as fast as it can: alone (no subscriber:
+    ZeroMQ drops for free), watched by the cheapest possible subscriber (a latest-only drain that
+    decodes nothing, the reference for "any watcher at all"), and watched by a ``navi-dashboard``
+    process with one live tab and one frozen tab. ``watched_over_null_subscriber`` near 1.0 means
+    the dashboard costs the producer no more than any subscriber must; on a 2-core box its CPU use
+    shows up here, since it shares the cores;
   * frames per second the live tab received and the observation age it was told;
   * the dashboard's resident memory at the start and the end of the watched phase (the stalled tab
     must not make it grow).
@@ -108,6 +110,25 @@ async def live_tab(url: str, seconds: float) -> dict[str, float]:
     }
 
 
+NULL_WATCHER = """
+import sys
+from navi_contracts import Subscriber, topics
+with Subscriber(sys.argv[1], topics=[topics.DISTANCE_MATRIX], latest_only=True) as sub:
+    print("ready", flush=True)
+    while True:
+        sub.recv_raw(100)
+"""
+
+
+def null_watcher(matrix_endpoint: str) -> subprocess.Popen[str]:
+    """The cheapest possible watcher: a latest-only subscriber that drains and discards."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", NULL_WATCHER, matrix_endpoint], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    return process
+
+
 def start_dashboard(matrix_endpoint: str) -> tuple[subprocess.Popen[str], str]:
     """Start ``navi-dashboard`` on a free port and return it with its URL (read from stdout)."""
     process = subprocess.Popen(
@@ -146,6 +167,12 @@ def main() -> None:
     result["message_bytes"] = len(payload)
     endpoint = free_tcp_endpoint()
     alone = publish_for(endpoint, payload, args.seconds)
+    reference = null_watcher(endpoint)
+    try:
+        null_watched = publish_for(endpoint, payload, args.seconds)
+    finally:
+        reference.terminate()
+        reference.wait(10)
     process, url = start_dashboard(endpoint)
     try:
         frozen = stalled_tab(url)
@@ -165,7 +192,9 @@ def main() -> None:
     result.update(tab_stats)
     result["producer_msgs_per_s_alone"] = round(alone, 1)
     result["producer_msgs_per_s_watched"] = round(watched_rate, 1)
+    result["producer_msgs_per_s_null_subscriber"] = round(null_watched, 1)
     result["watched_over_alone"] = round(watched_rate / alone, 3)
+    result["watched_over_null_subscriber"] = round(watched_rate / null_watched, 3)
     result["cpu_count"] = os.cpu_count()
     print(json.dumps(result))
 
