@@ -38,12 +38,18 @@ class ArraySpec:
     high: float | None = None
     finite: bool = False
     np_dtype: np.dtype[Any] = field(init=False, repr=False, compare=False)
+    wire_dtype: str = field(init=False, repr=False, compare=False)
+    named_axes: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
     _fixed: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
     _ranged: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Precomputed once: validate() runs for every array of every decoded message.
-        object.__setattr__(self, "np_dtype", np.dtype(self.dtype))
+        np_dtype = np.dtype(self.dtype)
+        object.__setattr__(self, "np_dtype", np_dtype)
+        object.__setattr__(self, "wire_dtype", np_dtype.newbyteorder("<").str)
+        named = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, str))
+        object.__setattr__(self, "named_axes", named)
         fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
         object.__setattr__(self, "_fixed", fixed)
         object.__setattr__(self, "_ranged", self.finite or self.low is not None or self.high is not None)
@@ -67,7 +73,8 @@ class ArraySpec:
         Raises:
             ValueError: wrong dtype, rank, fixed axis size or value range.
         """
-        array = self._coerce(value)
+        exact = type(value) is np.ndarray and value.dtype == self.np_dtype
+        array = value if exact else self._coerce(value)
         shape = array.shape
         if len(shape) != len(self.dims):
             raise ValueError(f"expected {len(self.dims)} dimensions {self.dims}, got shape {shape}")
@@ -129,12 +136,12 @@ _maximum = np.maximum.reduce
 
 
 def bind_dims(
-    fields: dict[str, tuple[np.ndarray | None, ArraySpec]], bound: dict[str, int]
+    fields: list[tuple[str, np.ndarray | None, tuple[tuple[int, str], ...]]], bound: dict[str, int]
 ) -> dict[str, int]:
     """Check that named dimensions agree across fields, binding them on first sight.
 
     Args:
-        fields: field name -> (array or None, spec).
+        fields: (field name, array or None, named axes of its spec as ``(axis, name)`` pairs).
         bound: names already bound (e.g. ``{"Az": 256, "El": 48}`` from ``matrix_shape``).
 
     Returns:
@@ -144,19 +151,20 @@ def bind_dims(
         ValueError: a named dimension disagrees between fields.
     """
     bindings = dict(bound)
-    origin = {name: "declared" for name in bindings}
-    for field_name, (array, spec) in fields.items():
+    origin: dict[str, str] = {}
+    for field_name, array, axes in fields:
         if array is None:
             continue
-        for axis, dim in enumerate(spec.dims):
-            if isinstance(dim, int):
-                continue
-            size = array.shape[axis]
-            if dim not in bindings:
-                bindings[dim], origin[dim] = size, field_name
-            elif bindings[dim] != size:
+        shape = array.shape
+        for axis, dim in axes:
+            size = shape[axis]
+            known = bindings.get(dim)
+            if known is None:
+                bindings[dim] = size
+                origin[dim] = field_name
+            elif known != size:
                 raise ValueError(
-                    f"{field_name}: dimension {dim}={size} (shape {array.shape}) disagrees with "
-                    f"{dim}={bindings[dim]} from {origin[dim]}"
+                    f"{field_name}: dimension {dim}={size} (shape {shape}) disagrees with "
+                    f"{dim}={known} from {origin.get(dim, 'declared')}"
                 )
     return bindings

@@ -86,6 +86,8 @@ def encode(model: WireModel) -> bytes:
 
 
 def _as_byte_view(data: Any) -> memoryview:
+    if type(data) is memoryview and data.format == "B" and data.ndim == 1:
+        return data  # the common case (a received ZeroMQ frame): nothing to convert
     if not isinstance(data, bytes | bytearray | memoryview):
         raise ContractError(f"expected bytes, bytearray or memoryview, got {type(data).__name__}")
     view = memoryview(data)
@@ -96,12 +98,15 @@ def _as_byte_view(data: Any) -> memoryview:
     return view
 
 
-def _inline_data(field: str, raw: dict[str, Any]) -> Any:
-    if raw.keys() != {"dtype", "shape", "data"}:
-        raise ContractError(f"{field}: an array must be a map with keys dtype, shape, data")
+_INLINE_KEYS = frozenset(("dtype", "shape", "data"))
+
+
+def _inline_data(where: str, name: str, raw: dict[str, Any]) -> Any:
+    if raw.keys() != _INLINE_KEYS:
+        raise ContractError(f"{where}.{name}: an array must be a map with keys dtype, shape, data")
     data = raw["data"]
-    if not isinstance(data, memoryview):
-        raise ContractError(f"{field}: data must be msgpack bin")
+    if type(data) is not memoryview:
+        raise ContractError(f"{where}.{name}: data must be msgpack bin")
     return data
 
 

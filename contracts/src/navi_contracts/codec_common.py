@@ -7,7 +7,6 @@ that finds an array's bytes. Everything else, including every check on untrusted
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -32,8 +31,8 @@ MAX_RANK = 8
 UNEXPECTED_DECODE_ERRORS = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
 """Errors a bug in the decoder could leak; they are converted so callers only see ContractError."""
 
-DataSource = Callable[[str, dict[str, Any]], Any]
-"""(field path, array map) -> the buffer holding the array's bytes (validated by the caller)."""
+DataSource = Callable[[str, str, dict[str, Any]], Any]
+"""(model path, field name, array map) -> the buffer holding the array's bytes."""
 
 _LITTLE_ENDIAN_HOST = sys.byteorder == "little"
 
@@ -110,30 +109,35 @@ def model_class_for(raw: Any, expected: type[WireModel] | None) -> type[WireMode
     return cls
 
 
-def _decode_shape(field: str, raw: Any, spec: ArraySpec, limits: ContractLimits) -> tuple[int, ...]:
-    if not isinstance(raw, list) or len(raw) > MAX_RANK:
-        raise ContractError(f"{field}: shape must be a list of at most {MAX_RANK} ints")
-    if not all(type(size) is int and size >= 0 for size in raw):
-        raise ContractError(f"{field}: shape must hold non-negative ints, got {raw}")
-    if len(raw) != len(spec.dims):
-        raise ContractError(f"{field}: expected {len(spec.dims)} dimensions {spec.dims}, got shape {raw}")
-    count = math.prod(raw)
-    if count > limits.max_array_elements:
-        raise ContractError(
-            f"{field}: shape {raw} has {count} elements, limit is {limits.max_array_elements}"
+def _array_error(where: str, name: str, raw: dict[str, Any], spec: ArraySpec) -> ContractError:
+    """The precise reason an array map failed the fast checks (only built on failure)."""
+    field = f"{where}.{name}"
+    dtype = ALLOWED_DTYPES.get(raw["dtype"]) if isinstance(raw["dtype"], str) else None
+    if dtype is None:
+        return ContractError(
+            f"{field}: dtype {raw['dtype']!r} is not allowed (allowed: {sorted(ALLOWED_DTYPES)})"
         )
-    if spec.dims and spec.dims[0] == "B" and raw[0] > limits.max_batch:
-        raise ContractError(f"{field}: batch {raw[0]} exceeds the limit of {limits.max_batch}")
-    return tuple(raw)
+    if dtype != spec.np_dtype:
+        return ContractError(f"{field}: dtype must be {spec.np_dtype.name}, got {dtype.name}")
+    shape = raw["shape"]
+    if not isinstance(shape, list) or len(shape) > MAX_RANK:
+        return ContractError(f"{field}: shape must be a list of at most {MAX_RANK} ints")
+    if not all(type(size) is int and size >= 0 for size in shape):
+        return ContractError(f"{field}: shape must hold non-negative ints, got {shape}")
+    return ContractError(f"{field}: expected {len(spec.dims)} dimensions {spec.dims}, got shape {shape}")
 
 
 def decode_array(
-    field: str, raw: Any, spec: ArraySpec, limits: ContractLimits, data_source: DataSource
+    where: str, name: str, raw: Any, spec: ArraySpec, *, limits: ContractLimits, data_source: DataSource
 ) -> np.ndarray:
     """Validate an array map and wrap its bytes without copying.
 
+    The success path avoids building strings and helper calls: it runs for every array of every
+    message. Error messages are composed only when a check fails.
+
     Args:
-        field: field path for error messages.
+        where: path of the owning model, for error messages.
+        name: the field name.
         raw: the decoded array map.
         spec: what the field requires.
         limits: size limits.
@@ -142,27 +146,37 @@ def decode_array(
     Returns:
         A read-only array of ``spec``'s dtype viewing the received bytes.
     """
-    if not isinstance(raw, dict):
-        raise ContractError(f"{field}: an array must be a map with keys dtype, shape, data")
-    data = data_source(field, raw)
-    dtype = ALLOWED_DTYPES.get(raw["dtype"]) if isinstance(raw["dtype"], str) else None
-    if dtype is None:
+    if type(raw) is not dict:
+        raise ContractError(f"{where}.{name}: an array must be a map with keys dtype, shape, data")
+    data = data_source(where, name, raw)
+    shape = raw["shape"]
+    if raw["dtype"] != spec.wire_dtype or type(shape) is not list or len(shape) != len(spec.dims):
+        raise _array_error(where, name, raw, spec)
+    count = 1
+    for size in shape:
+        if type(size) is not int or size < 0:
+            raise ContractError(f"{where}.{name}: shape must hold non-negative ints, got {shape}")
+        count *= size
+    if count > limits.max_array_elements:
         raise ContractError(
-            f"{field}: dtype {raw['dtype']!r} is not allowed (allowed: {sorted(ALLOWED_DTYPES)})"
+            f"{where}.{name}: shape {shape} has {count} elements, limit is {limits.max_array_elements}"
         )
-    if dtype != spec.np_dtype:
-        raise ContractError(f"{field}: dtype must be {spec.np_dtype.name}, got {dtype.name}")
-    shape = _decode_shape(field, raw["shape"], spec, limits)
-    count = math.prod(shape)
+    if spec.dims[0] == "B" and shape[0] > limits.max_batch:
+        raise ContractError(f"{where}.{name}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
+    dtype = spec.np_dtype
     if len(data) != count * dtype.itemsize:
         raise ContractError(
-            f"{field}: data has {len(data)} bytes, shape {list(shape)} of {dtype.name} "
+            f"{where}.{name}: data has {len(data)} bytes, shape {shape} of {dtype.name} "
             f"needs {count * dtype.itemsize}"
         )
-    if dtype.kind == "b" and count and int(np.maximum.reduce(np.frombuffer(data, dtype=np.uint8))) > 1:
-        raise ContractError(f"{field}: bool data must be bytes 0 or 1")
     # Zero copy: a read-only view of the received buffer. [n bytes] -> shape.
-    return np.frombuffer(data, dtype=dtype, count=count).reshape(shape)
+    array = np.frombuffer(data, dtype=dtype, count=count)
+    if dtype.kind == "b" and count and _maximum(array.view(np.uint8), axis=None) > 1:
+        raise ContractError(f"{where}.{name}: bool data must be bytes 0 or 1")
+    return array.reshape(shape)
+
+
+_maximum = np.maximum.reduce
 
 
 def decode_model(raw: Any, cls: type[M], limits: ContractLimits, where: str, data_source: DataSource) -> M:
@@ -194,7 +208,7 @@ def decode_model(raw: Any, cls: type[M], limits: ContractLimits, where: str, dat
         if value is None:
             continue
         if name in specs:
-            raw[name] = decode_array(f"{where}.{name}", value, specs[name], limits, data_source)
+            raw[name] = decode_array(where, name, value, specs[name], limits=limits, data_source=data_source)
         elif name in nested:
             raw[name] = decode_model(value, nested[name], limits, f"{where}.{name}", data_source)
         elif isinstance(value, memoryview | bytes):

@@ -36,6 +36,7 @@ MAX_ARRAY_FRAMES = 64
 """More array frames than any model has; a message claiming more is refused before parsing."""
 
 Frame = bytes | bytearray | memoryview
+_FRAME_KEYS = frozenset(("dtype", "shape", "frame"))
 
 
 class _FrameWriter(ArrayWriter):
@@ -77,12 +78,12 @@ class _FrameSource:
         self.frames = frames
         self.used: set[int] = set()
 
-    def __call__(self, field: str, raw: dict[str, Any]) -> memoryview:
-        if raw.keys() != {"dtype", "shape", "frame"}:
-            raise ContractError(f"{field}: an array must be a map with keys dtype, shape, frame")
+    def __call__(self, where: str, name: str, raw: dict[str, Any]) -> memoryview:
+        if raw.keys() != _FRAME_KEYS:
+            raise ContractError(f"{where}.{name}: an array must be a map with keys dtype, shape, frame")
         index = raw["frame"]
         if type(index) is not int or not 0 <= index < len(self.frames) or index in self.used:
-            raise ContractError(f"{field}: frame index {index!r} is invalid or already used")
+            raise ContractError(f"{where}.{name}: frame index {index!r} is invalid or already used")
         self.used.add(index)
         return self.frames[index]
 
@@ -127,6 +128,9 @@ def decode_frames(
             max_array_len=container,
             max_map_len=container,
         )
+    except (ValueError, TypeError, RecursionError) as exc:  # msgpack's errors are ValueError subclasses
+        raise ContractError(f"malformed metadata frame: {type(exc).__name__}: {exc}") from exc
+    try:
         cls = model_class_for(raw, expected)
         source = _FrameSource(views[1:])
         model = decode_model(raw, cls, limits, cls.__name__, source)

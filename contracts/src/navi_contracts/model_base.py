@@ -70,8 +70,9 @@ class WireModel(BaseModel):
         Returns:
             Name -> size for every named dimension (``B`` is the batch size).
         """
-        specs = array_specs(type(self))
-        fields = {name: (getattr(self, name), spec) for name, spec in specs.items()}
+        fields = [
+            (name, getattr(self, name), spec.named_axes) for name, spec in array_specs(type(self)).items()
+        ]
         return bind_dims(fields, bound or {})
 
 
