@@ -104,7 +104,7 @@ def test_malformed_messages_are_logged_and_skipped(endpoint: str, latest_only: b
             expected_drops = 3 if latest_only else 4
             assert len(dropped) == expected_drops, reasons
             assert latest_only or "unsupported type byte 0xc1" in reasons
-            assert "expected 2 frames" in reasons
+            assert "malformed metadata frame" in reasons  # [b"three", b"frames", b"here"]
             assert "not UTF-8" in reasons
             assert "expected kind 'distance_matrix', got 'telemetry_event'" in reasons
             assert sub.dropped == expected_drops
@@ -178,3 +178,18 @@ def test_recv_times_out_with_none(endpoint: str) -> None:
         assert sub.recv(timeout_ms=50) is None
         assert sub.recv_raw(timeout_ms=0) is None
         assert time.monotonic() - started < 3
+
+
+def test_multipart_publisher_is_understood_by_every_subscriber(endpoint: str) -> None:
+    matrix = sample_distance_matrix(batch=2, azimuth=16, elevation=8)
+    with (
+        Publisher(endpoint, multipart=True) as publisher,
+        Subscriber(endpoint, [topics.DISTANCE_MATRIX]) as decoder,
+        Subscriber(endpoint, [topics.DISTANCE_MATRIX]) as recorder,
+    ):
+        publisher.wait_for_subscribers(topics.DISTANCE_MATRIX, count=2, timeout_ms=5000)
+        publisher.publish(topics.DISTANCE_MATRIX, matrix)
+        received = decoder.recv(timeout_ms=2000)
+        assert received is not None and received[1] == matrix
+        raw = recorder.recv_raw(timeout_ms=2000)  # normalised to the single-payload form
+        assert raw == (topics.DISTANCE_MATRIX, encode(matrix))

@@ -22,6 +22,7 @@ from navi_contracts import (
     decode,
     encode,
 )
+from navi_contracts.codec_frames import decode_frames, encode_frames
 from navi_contracts.samples import sample_action, sample_step_result, sample_telemetry
 from navi_contracts.zmq_util import new_socket
 
@@ -95,7 +96,7 @@ def _raw_exchange(endpoint: str, frames: list[bytes]) -> WireModel:
         ([b"\x00garbage\xff"], "bad_request", "malformed msgpack"),
         ([b""], "bad_request", "truncated"),
         ([b"\xde\xff\xff"], "bad_request", "container of 65535 entries exceeds the limit"),
-        ([b"one", b"two"], "bad_request", "expected 1 frame, got 2"),
+        ([b"one", b"two"], "bad_request", "malformed metadata frame"),
         ([encode(sample_telemetry())], "wrong_kind", "expected StepRequest, got TelemetryEvent"),
     ],
 )
@@ -138,3 +139,23 @@ def test_client_rejects_bad_settings(endpoint: str) -> None:
         ReqClient(endpoint, timeout_ms=0)
     with pytest.raises(ValueError, match="retries must be >= 0"):
         ReqClient(endpoint, retries=-1)
+
+
+def test_multipart_requests_get_multipart_replies(endpoint: str, serve: Callable[..., Any]) -> None:
+    request = StepRequest(request_id=4, actions=sample_action(batch=2))
+    with (
+        serve(endpoint, _step_handler),
+        ReqClient(endpoint, timeout_ms=2000, retries=0, multipart=True) as client,
+    ):
+        reply = client.request(request, expected=StepResult)
+        assert reply.request_id == 4
+        sock = new_socket(zmq.REQ)
+        try:
+            sock.connect(endpoint)
+            sock.send_multipart(encode_frames(request))
+            assert sock.poll(3000, zmq.POLLIN)
+            frames = sock.recv_multipart()
+        finally:
+            sock.close(linger=0)
+        assert len(frames) > 1  # answered in the form it was asked
+        assert decode_frames(frames, expected=StepResult).request_id == 4

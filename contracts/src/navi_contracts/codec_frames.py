@@ -15,7 +15,7 @@ from typing import Any, TypeVar, overload
 import msgpack
 import numpy as np
 
-from navi_contracts.codec import _as_byte_view
+from navi_contracts.codec import _as_byte_view, decode, encode
 from navi_contracts.codec_common import (
     UNEXPECTED_DECODE_ERRORS,
     ArrayWriter,
@@ -141,3 +141,40 @@ def decode_frames(
     if len(source.used) != len(views) - 1:
         raise ContractError(f"{len(views) - 1 - len(source.used)} array frames were not referenced")
     return model
+
+
+def encode_message(model: WireModel, multipart: bool) -> list[Frame]:
+    """The frames that carry ``model`` after the topic: ``[payload]`` or ``[metadata, arrays...]``.
+
+    Args:
+        model: any wire model.
+        multipart: use the zero-copy multipart form.
+
+    Returns:
+        The message frames.
+    """
+    return encode_frames(model) if multipart else [encode(model)]
+
+
+def decode_message(
+    frames: Sequence[Frame], expected: type[WireModel] | None = None, limits: ContractLimits | None = None
+) -> WireModel:
+    """Decode either form: one frame is a single payload, more frames are the multipart form.
+
+    A model without arrays encodes to the same single frame in both forms, so the frame count
+    alone tells them apart.
+
+    Args:
+        frames: the frames after the topic (for PUB/SUB) or the whole message (REQ/REP).
+        expected: the model class required.
+        limits: size limits.
+
+    Returns:
+        The model.
+
+    Raises:
+        ContractError: for anything malformed.
+    """
+    if len(frames) == 1:
+        return decode(frames[0], expected=expected, limits=limits)
+    return decode_frames(frames, expected=expected, limits=limits)

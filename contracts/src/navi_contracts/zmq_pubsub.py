@@ -1,6 +1,8 @@
 """Publish/subscribe helpers: a never-blocking publisher and a per-topic conflating subscriber.
 
-Messages are two frames, ``[topic, payload]``, with ``payload = encode(model)``. ZeroMQ's own
+Messages are ``[topic, payload]`` with ``payload = encode(model)``, or, from a publisher created with
+``multipart=True``, ``[topic, metadata, array frames...]`` (:mod:`navi_contracts.codec_frames`, no
+copy of the arrays on either side). Subscribers accept both forms. ZeroMQ's own
 ``CONFLATE`` option cannot serve live views: it breaks multipart messages and keeps one message over
 *all* topics, so a burst of telemetry would hide the latest observation. ``Subscriber(latest_only=True)``
 instead drains what has arrived and keeps the newest message of each topic.
@@ -21,7 +23,8 @@ from typing import Any, Self
 import structlog
 import zmq
 
-from navi_contracts.codec import decode, default_limits, encode
+from navi_contracts.codec import default_limits, encode
+from navi_contracts.codec_frames import decode_message, encode_message
 from navi_contracts.errors import ContractError, PeerTimeoutError
 from navi_contracts.model_base import WireModel
 from navi_contracts.settings import ContractLimits
@@ -58,10 +61,16 @@ class Publisher(_Closable):
         endpoint: ZeroMQ endpoint, e.g. ``tcp://*:5559``.
         bind: bind (servers) or connect (e.g. to a forwarding proxy).
         send_hwm: messages queued per subscriber before ZeroMQ drops new ones for it.
+        multipart: send ``[topic, metadata, arrays...]`` without copying the arrays. ZeroMQ then
+            reads the model's arrays after ``publish`` returns: never write into an array you
+            handed to a published model (models normally view, not copy, your arrays).
     """
 
-    def __init__(self, endpoint: str, bind: bool = True, send_hwm: int = 100) -> None:
+    def __init__(
+        self, endpoint: str, bind: bool = True, send_hwm: int = 100, multipart: bool = False
+    ) -> None:
         self.endpoint = endpoint
+        self.multipart = multipart
         self._socket = new_socket(zmq.XPUB)
         self._socket.setsockopt(zmq.SNDHWM, send_hwm)
         self._socket.setsockopt(zmq.XPUB_VERBOSE, 1)  # pass every subscription notice, not only the first
@@ -87,7 +96,7 @@ class Publisher(_Closable):
         expected = TOPIC_MODELS.get(topic)
         if expected is not None and type(model) is not expected:
             raise ContractError(f"topic {topic!r} carries {expected.__name__}, not {type(model).__name__}")
-        return self.publish_raw(topic, encode(model))
+        return self._send([topic.encode(), *encode_message(model, self.multipart)])
 
     def publish_raw(self, topic: str, payload: bytes | memoryview) -> bool:
         """Publish already-encoded bytes (stream replay).
@@ -99,11 +108,14 @@ class Publisher(_Closable):
         Returns:
             True when handed to ZeroMQ, False when it refused without blocking.
         """
+        return self._send([topic.encode(), payload])
+
+    def _send(self, frames: list[Any]) -> bool:
         self._drain_notices(0)
         try:
-            self._socket.send_multipart([topic.encode(), payload], flags=zmq.NOBLOCK, copy=False)
+            self._socket.send_multipart(frames, flags=zmq.NOBLOCK, copy=False)
         except zmq.Again:
-            log.debug("contracts.publisher.message_dropped", endpoint=self.endpoint, topic=topic)
+            log.debug("contracts.publisher.message_dropped", endpoint=self.endpoint, topic=frames[0])
             return False
         return True
 
@@ -206,14 +218,21 @@ class Subscriber(_Closable):
             item = self._next(remaining_ms(deadline))
             if item is None:
                 return None
-            topic, payload = item
+            topic, frames = item
             try:
-                return topic, decode(payload.buffer, expected=TOPIC_MODELS.get(topic), limits=self._limits)
+                model = decode_message(
+                    [frame.buffer for frame in frames], expected=TOPIC_MODELS.get(topic), limits=self._limits
+                )
             except ContractError as exc:
                 self._drop(topic, str(exc))
+                continue
+            return topic, model
 
     def recv_raw(self, timeout_ms: int) -> tuple[str, bytes] | None:
-        """The next message's topic and undecoded payload bytes (for recorders).
+        """The next message's topic and payload bytes (for recorders).
+
+        Single-payload messages come back untouched (not decoded); multipart ones are decoded and
+        re-encoded into the single-payload form, so a recording holds one format.
 
         Args:
             timeout_ms: longest wait in milliseconds.
@@ -221,8 +240,18 @@ class Subscriber(_Closable):
         Returns:
             ``(topic, payload)``, or None when nothing arrived in time.
         """
-        item = self._next(timeout_ms)
-        return None if item is None else (item[0], item[1].bytes)
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            item = self._next(remaining_ms(deadline))
+            if item is None:
+                return None
+            topic, frames = item
+            if len(frames) == 1:
+                return topic, frames[0].bytes
+            try:  # normalise the multipart form to the single payload a recorder stores
+                return topic, encode(decode_message([frame.buffer for frame in frames], limits=self._limits))
+            except ContractError as exc:
+                self._drop(topic, str(exc))
 
     def _next(self, timeout_ms: int) -> tuple[str, Any] | None:
         deadline = time.monotonic() + timeout_ms / 1000
@@ -256,15 +285,15 @@ class Subscriber(_Closable):
             frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:
             return None
-        if len(frames) != 2:
-            self._drop("?", f"expected 2 frames [topic, payload], got {len(frames)}")
+        if len(frames) < 2:
+            self._drop("?", f"expected [topic, payload...], got {len(frames)} frame")
             return None
         try:
             topic = frames[0].bytes.decode("utf-8")
         except UnicodeDecodeError:
             self._drop("?", "topic frame is not UTF-8")
             return None
-        return topic, frames[1]
+        return topic, frames[1:]
 
     def _drop(self, topic: str, reason: str) -> None:
         self.dropped += 1

@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 import structlog
 import zmq
 
-from navi_contracts.codec import decode, default_limits, encode
+from navi_contracts.codec import default_limits
+from navi_contracts.codec_frames import decode_message, encode_message
 from navi_contracts.errors import ContractError, PeerTimeoutError, RemoteError
 from navi_contracts.model_base import WireModel
 from navi_contracts.models import ErrorReply
@@ -43,10 +44,16 @@ class ReqClient(_Closable):
         timeout_ms: wait per attempt, in milliseconds.
         retries: extra attempts after the first one times out.
         limits: decoding limits for replies; default: :func:`navi_contracts.codec.default_limits`.
+        multipart: send requests in the zero-copy multipart form (the server answers in kind).
     """
 
     def __init__(
-        self, endpoint: str, timeout_ms: int = 2000, retries: int = 2, limits: ContractLimits | None = None
+        self,
+        endpoint: str,
+        timeout_ms: int = 2000,
+        retries: int = 2,
+        limits: ContractLimits | None = None,
+        multipart: bool = False,
     ) -> None:
         if timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be > 0, got {timeout_ms}")
@@ -55,6 +62,7 @@ class ReqClient(_Closable):
         self.endpoint = endpoint
         self.timeout_ms = timeout_ms
         self.retries = retries
+        self.multipart = multipart
         self._limits = limits or default_limits()
         self._socket = self._new_socket()
 
@@ -82,27 +90,27 @@ class ReqClient(_Closable):
             RemoteError: the server answered with an ``ErrorReply``.
             ContractError: the reply was malformed, of the wrong kind or for another request.
         """
-        payload = encode(model)
+        frames = encode_message(model, self.multipart)
         attempts = 1 + self.retries
         for attempt in range(1, attempts + 1):
-            reply = self._attempt(payload)
+            reply = self._attempt(frames)
             if reply is not None:
-                return self._check_reply(model, decode(reply, limits=self._limits), expected)  # type: ignore[return-value]
+                decoded = decode_message(reply, limits=self._limits)
+                return self._check_reply(model, decoded, expected)  # type: ignore[return-value]
             log.warning("contracts.req.timeout", endpoint=self.endpoint, attempt=attempt, attempts=attempts)
             self._reset_socket()
         raise PeerTimeoutError(
             f"no reply from {self.endpoint} after {attempts} attempts of {self.timeout_ms} ms each"
         )
 
-    def _attempt(self, payload: bytes) -> memoryview | None:
+    def _attempt(self, frames: list[Any]) -> list[memoryview] | None:
         try:
-            self._socket.send(payload, zmq.NOBLOCK)
+            self._socket.send_multipart(frames, zmq.NOBLOCK, copy=False)
         except zmq.Again:
             return None
         if not self._socket.poll(self.timeout_ms, zmq.POLLIN):
             return None
-        frame = self._socket.recv(zmq.NOBLOCK, copy=False)
-        return frame.buffer
+        return [frame.buffer for frame in self._socket.recv_multipart(zmq.NOBLOCK, copy=False)]
 
     @staticmethod
     def _check_reply(request: WireModel, reply: WireModel, expected: type[WireModel] | None) -> WireModel:
@@ -173,13 +181,14 @@ class RepServer(_Closable):
         started = time.perf_counter()
         frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
         reply = self._answer(frames)
+        multipart = len(frames) > 1  # answer in the form the client used
         try:
-            payload = encode(reply)
+            payload = encode_message(reply, multipart)
         except ContractError as exc:
             reply = self._refuse("handler_error", f"reply could not be encoded: {exc}", None)
-            payload = encode(reply)
+            payload = encode_message(reply, multipart)
         try:
-            self._socket.send(payload, zmq.NOBLOCK)
+            self._socket.send_multipart(payload, zmq.NOBLOCK, copy=False)
         except zmq.Again:
             log.warning("contracts.rep.reply_dropped", endpoint=self.endpoint)
         self.served += 1
@@ -189,10 +198,8 @@ class RepServer(_Closable):
         return True
 
     def _answer(self, frames: list[Any]) -> WireModel:
-        if len(frames) != 1:
-            return self._refuse("bad_request", f"expected 1 frame, got {len(frames)}", None)
         try:
-            request = decode(frames[0].buffer, limits=self._limits)
+            request = decode_message([frame.buffer for frame in frames], limits=self._limits)
         except ContractError as exc:
             return self._refuse("bad_request", str(exc), None)
         request_id = getattr(request, "request_id", None)
