@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from navi_actor.models import PolicyConfig
+from navi_actor.shaping.reward_shaper import ShapingConfig
 from navi_contracts.settings import NaviSettings, SettingsGroup
 
 
@@ -132,6 +133,7 @@ class ActorSettings(NaviSettings):
         default=None, description="Temporal core selector; overrides policy.temporal_core when set."
     )
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    shaping: ShapingConfig = Field(default_factory=ShapingConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     ppo: PPOConfig = Field(default_factory=PPOConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

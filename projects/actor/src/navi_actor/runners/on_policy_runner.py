@@ -91,6 +91,7 @@ class OnPolicyRunner:
         self.counters = TrainingCounters()
         if start.checkpoint is not None:
             self.counters = restore(start.checkpoint, self.learner, self.shuffle, self.shaping.modules)
+            self.shaping.resume_at(self.counters.step_id)
         rollout = settings.rollout
         self.steps_per_rollout = rollout.rollout_length * self.env.num_actors
         total = settings.train.total_steps
@@ -160,7 +161,6 @@ class OnPolicyRunner:
                 result = self.learner.update(
                     self.storage, self.shuffle, self.shaping.auxiliary_step, on_minibatch=self._heartbeat
                 )
-                self.shaping.after_update(self.learner.update_index)
                 self.counters.record(stats, self.settings.train.reward_ema_alpha, lap.lap())
                 steps, updates = steps + stats.env_steps, updates + 1
                 record = update_record(self.counters, stats, result, steps / max(clock.total(), 1e-9))

@@ -24,9 +24,9 @@ class RewardShaping(Protocol):
     """Actor-side reward terms added to the environment's reward (RND, loop penalty, tax...)."""
 
     def __call__(
-        self, step: VectorStep, acted: ActOutput, episode_start: torch.Tensor
+        self, obs: torch.Tensor, step: VectorStep, acted: ActOutput, episode_start: torch.Tensor
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Return ``(shaping_total [B], {term: [B]})`` for this step."""
+        """Return ``(shaping_total [B], {term: [B]})`` for the transition taken from ``obs``."""
         ...
 
 
@@ -126,7 +126,7 @@ class RolloutCollector:
     def _shape(self, step: VectorStep, acted: ActOutput) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         if self.shaping is None:
             return step.reward, {}
-        bonus, terms = self.shaping(step, acted, self.episode_start)
+        bonus, terms = self.shaping(self.obs, step, acted, self.episode_start)
         return step.reward + bonus, terms
 
     def _truncation_values(self, step: VectorStep, state_after: torch.Tensor) -> torch.Tensor | None:

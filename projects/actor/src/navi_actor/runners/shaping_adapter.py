@@ -1,7 +1,9 @@
 """Actor-side reward shaping wired into the trainer (RND novelty, episodic loop penalty, tax).
 
 The trainer sees three things: a per-step reward hook for the collector, an auxiliary learner step
-(the RND predictor) for the PPO update, and the modules whose state goes into checkpoints.
+(the RND predictor, trained on the same minibatches as PPO), and the stateful objects whose state
+goes into checkpoints (RND networks with their running statistics, and the predictor's optimiser).
+The episodic memory is cleared every episode, so it is deliberately not checkpointed.
 """
 
 from __future__ import annotations
@@ -13,8 +15,41 @@ import torch
 
 from navi_actor.algorithms.ppo import AuxiliaryStep
 from navi_actor.config import ActorSettings
-from navi_actor.models import NaviPolicy
+from navi_actor.models import ActOutput, NaviPolicy
+from navi_actor.runners.env_protocol import VectorStep
 from navi_actor.runners.rollout_collector import RewardShaping
+from navi_actor.shaping.reward_shaper import RewardShaper
+from navi_actor.storage.rollout_storage import SequenceBatch
+
+_LOGGED_TERMS = ("existential", "velocity", "novelty", "loop")
+
+
+class ShaperHook:
+    """Adapts :class:`RewardShaper` to the collector's :class:`RewardShaping` hook.
+
+    Args:
+        shaper: the reward shaper (owns RND and the episodic memory).
+        global_step: environment steps so far (drives the novelty anneal; restored on resume).
+    """
+
+    def __init__(self, shaper: RewardShaper, global_step: int = 0) -> None:
+        self.shaper, self.global_step = shaper, global_step
+
+    def __call__(
+        self, obs: torch.Tensor, step: VectorStep, acted: ActOutput, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Shaping bonus [B] (total minus the environment reward) and its terms."""
+        speed = step.info.get("speed")
+        terms = self.shaper.step(
+            obs,
+            acted.embedding,
+            episode_start,
+            env_reward=step.reward,
+            speed=speed if speed is not None else torch.zeros_like(step.reward),
+            step=self.global_step,
+        )
+        self.global_step += int(step.reward.shape[0])
+        return terms["total"] - terms["env"], {name: terms[name] for name in _LOGGED_TERMS}
 
 
 @dataclass
@@ -24,14 +59,46 @@ class ActorShaping:
     reward: RewardShaping | None = None
     auxiliary_step: AuxiliaryStep | None = None
     modules: dict[str, Any] = field(default_factory=dict)
+    hook: ShaperHook | None = None
 
-    def after_update(self, update_index: int) -> None:
-        """Advance annealing schedules after learner update ``update_index``."""
+    def resume_at(self, step_id: int) -> None:
+        """Continue the annealing schedules from environment step ``step_id``."""
+        if self.hook is not None:
+            self.hook.global_step = step_id
 
 
 def build_actor_shaping(
     settings: ActorSettings, policy: NaviPolicy, num_actors: int, device: torch.device
 ) -> ActorShaping:
-    """Create the shaping hooks configured by ``settings.shaping``."""
-    del settings, policy, num_actors, device
-    return ActorShaping()
+    """Create the shaper configured by ``settings.shaping`` for ``policy``'s sensor and embedding.
+
+    Args:
+        settings: actor settings.
+        policy: the trained policy (its embedding feeds the episodic memory).
+        num_actors: B.
+        device: where the RND networks and the memory live.
+
+    Returns:
+        :class:`ActorShaping`.
+    """
+    cfg = policy.cfg
+    shaper = RewardShaper(
+        settings.shaping,
+        num_drones=num_actors,
+        embed_dim=cfg.embed_dim,
+        azimuth=cfg.azimuth,
+        elevation=cfg.elevation,
+        device=device,
+    )
+    rnd = shaper.rnd
+
+    def train_predictor(batch: SequenceBatch) -> torch.Tensor:
+        return rnd.update(batch.obs.flatten(0, 1))  # [L, M, 3, Az, El] -> [L*M, 3, Az, El]
+
+    hook = ShaperHook(shaper)
+    return ActorShaping(
+        reward=hook,
+        auxiliary_step=train_predictor,
+        modules={"rnd": rnd, "rnd_optimizer": rnd.optimizer},
+        hook=hook,
+    )
