@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import numpy as np
 import pytest
 
-from navi_contracts import Publisher, free_tcp_endpoint, topics
+from navi_contracts import Publisher, RepServer, StepRequest, StepResult, free_tcp_endpoint, topics
 from navi_dashboard.ingest import build_feeds
 from navi_dashboard.server import create_app, serve
 from navi_dashboard.settings import DashboardSettings
@@ -89,10 +90,10 @@ def dashboard_settings(**overrides: Any) -> DashboardSettings:
 
 @contextlib.asynccontextmanager
 async def running_dashboard(
-    settings: DashboardSettings, pilot: Any = None
+    settings: DashboardSettings, pilot: Any = None, state: DashboardState | None = None
 ) -> AsyncIterator[tuple[str, DashboardState, Any]]:
     """The real app on a free port with real socket feeds; yields (url, state, app)."""
-    state = DashboardState(settings.stream, settings.history)
+    state = state or DashboardState(settings.stream, settings.history)
     app = create_app(settings, state, build_feeds(settings, state), pilot)
     async with serve(app, "127.0.0.1", 0) as url:
         yield url, state, app
@@ -267,6 +268,42 @@ def producer_factory() -> Iterator[Callable[..., FakeProducer]]:
         producer.__exit__(None, None, None)
 
 
+class FakeEnvironment:
+    """A REP server answering StepRequests with a room observation of ``batch`` drones."""
+
+    def __init__(self, endpoint: str, batch: int = 2, fail: bool = False) -> None:
+        self.batch, self.fail = batch, fail
+        self.requests: list[StepRequest] = []
+        self._stop = threading.Event()
+        self._server = RepServer(endpoint, handler=self._handle, accepts=(StepRequest,))
+        self._thread = threading.Thread(target=self._server.serve, args=(self._stop,), daemon=True)
+
+    def _handle(self, request: StepRequest) -> StepResult:
+        self.requests.append(request)
+        if self.fail:
+            raise RuntimeError("physics exploded")
+        b = self.batch
+        return StepResult(
+            request_id=request.request_id,
+            reward=np.full(b, 0.25, np.float32),
+            terminated=np.zeros(b, bool),
+            truncated=np.zeros(b, bool),
+            episode_return=np.full(b, 1.5, np.float32),
+            episode_length=np.full(b, 7, np.int32),
+            observation=room_matrix(b, 32, 8, step_id=len(self.requests)),
+            info={"exploration": 0.1, "reward/collision": -0.2},
+        )
+
+    def __enter__(self) -> FakeEnvironment:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+        self._server.close()
+
+
 class Kit:
     """Helpers the test modules reach through the ``kit`` fixture (test files cannot import each
     other or this conftest under ``--import-mode=importlib``)."""
@@ -278,9 +315,18 @@ class Kit:
     is_status = staticmethod(is_status)
     chromium_path = staticmethod(chromium_path)
     chromium_page = staticmethod(chromium_page)
+    FakeEnvironment = FakeEnvironment
 
 
 @pytest.fixture
 def kit() -> type[Kit]:
     """The shared test helpers."""
     return Kit
+
+
+@pytest.fixture
+def environment() -> Iterator[tuple[str, FakeEnvironment]]:
+    """A fake environment REP server on a free endpoint: (endpoint, server)."""
+    endpoint = free_tcp_endpoint()
+    with FakeEnvironment(endpoint) as env:
+        yield endpoint, env

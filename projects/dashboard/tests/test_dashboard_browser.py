@@ -36,6 +36,8 @@ PAGE_STATE = """(() => {
     litFraction: lit / (pixels.length / (4 * 7)),
     charts: document.querySelectorAll("#charts canvas").length,
     connection: document.getElementById("connection").textContent,
+    control: !document.getElementById("control").classList.contains("hidden"),
+    controlText: document.getElementById("control-state").textContent,
   };
 })()"""
 
@@ -83,3 +85,41 @@ async def _poll_page(page, done, timeout_s: float = 30.0) -> dict:
             return state
         await asyncio.sleep(0.1)
     raise AssertionError(f"page never reached the expected state; last: {state}")
+
+
+@pytest.mark.slow
+def test_keys_pressed_in_the_page_fly_the_drone(kit, environment, tmp_path) -> None:
+    executable = kit.chromium_path()
+    if executable is None:
+        pytest.skip("chromium is not installed (CI installs it from .ci/apt-packages)")
+    from navi_dashboard.control import KeyboardPilot
+    from navi_dashboard.state import DashboardState
+
+    endpoint, env = environment
+    settings = kit.settings(step_endpoint=endpoint, control={"rate_hz": 30.0, "timeout_ms": 2000})
+    pilot_state = DashboardState(settings.stream, settings.history)
+    pilot = KeyboardPilot(endpoint, settings.control, pilot_state)
+
+    async def scenario() -> dict:
+        async with (
+            kit.running_dashboard(settings, pilot=pilot, state=pilot_state) as (url, _state, _app),
+            kit.chromium_page(executable, tmp_path / "profile", url) as page,
+        ):
+            await _poll_page(page, lambda s: s.get("connection") == "live")
+            await _poll_page(page, lambda s: s.get("control") is True)
+            await _key(page, "keyDown", "KeyW", "w")
+            await kit.wait_until(lambda: len(env.requests) >= 3, what="steps while W is held")
+            await _key(page, "keyUp", "KeyW", "w")
+            await kit.wait_until(lambda: pilot.status()["state"] == "idle", what="W released")
+            return await _poll_page(page, lambda s: s["frames"] >= 1 and "steps" in s.get("controlText", ""))
+
+    state = asyncio.run(scenario())
+    command = env.requests[-1].actions.actions[0]
+    assert command.tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert state["mode"] == "OBSERVER"  # only the flight's observations arrive
+
+
+async def _key(page, kind: str, code: str, key: str) -> None:
+    await page.call(
+        "Input.dispatchKeyEvent", type=kind, code=code, key=key, windowsVirtualKeyCode=ord(key.upper())
+    )

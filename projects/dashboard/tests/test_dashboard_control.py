@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Iterator
 
 import aiohttp
 import numpy as np
 import pytest
 
-from navi_contracts import RepServer, StepRequest, StepResult, free_tcp_endpoint
+from navi_contracts import free_tcp_endpoint
 from navi_dashboard.control import KeyboardPilot, keys_to_command
 from navi_dashboard.settings import ControlSettings, HistorySettings, StreamSettings
 from navi_dashboard.state import DashboardState
-from navi_dashboard.synthetic import room_matrix
 
 
 @pytest.mark.parametrize(
@@ -38,52 +35,9 @@ def test_throttle_scales_and_stays_in_range() -> None:
     assert command.dtype == np.float32 and command.tolist() == [0.5, 0.0, 0.0, 0.5]
 
 
-class FakeEnvironment:
-    """A REP server answering StepRequests with a room observation of ``batch`` drones."""
-
-    def __init__(self, endpoint: str, batch: int = 2, fail: bool = False) -> None:
-        self.batch, self.fail = batch, fail
-        self.requests: list[StepRequest] = []
-        self._stop = threading.Event()
-        self._server = RepServer(endpoint, handler=self._handle, accepts=(StepRequest,))
-        self._thread = threading.Thread(target=self._server.serve, args=(self._stop,), daemon=True)
-
-    def _handle(self, request: StepRequest) -> StepResult:
-        self.requests.append(request)
-        if self.fail:
-            raise RuntimeError("physics exploded")
-        b = self.batch
-        return StepResult(
-            request_id=request.request_id,
-            reward=np.full(b, 0.25, np.float32),
-            terminated=np.zeros(b, bool),
-            truncated=np.zeros(b, bool),
-            episode_return=np.full(b, 1.5, np.float32),
-            episode_length=np.full(b, 7, np.int32),
-            observation=room_matrix(b, 32, 8, step_id=len(self.requests)),
-            info={"exploration": 0.1, "reward/collision": -0.2},
-        )
-
-    def __enter__(self) -> FakeEnvironment:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5.0)
-        self._server.close()
-
-
 @pytest.fixture
 def state() -> DashboardState:
     return DashboardState(StreamSettings(), HistorySettings())
-
-
-@pytest.fixture
-def environment() -> Iterator[tuple[str, FakeEnvironment]]:
-    endpoint = free_tcp_endpoint()
-    with FakeEnvironment(endpoint) as env:
-        yield endpoint, env
 
 
 def test_step_flies_drone_zero_and_shows_the_reply(environment, state: DashboardState) -> None:
@@ -116,9 +70,9 @@ def test_dead_endpoint_times_out_with_an_error_not_a_hang(state: DashboardState)
     pilot._close()
 
 
-def test_error_reply_is_reported(state: DashboardState) -> None:
+def test_error_reply_is_reported(kit, state: DashboardState) -> None:
     endpoint = free_tcp_endpoint()
-    with FakeEnvironment(endpoint, fail=True):
+    with kit.FakeEnvironment(endpoint, fail=True):
         pilot = KeyboardPilot(endpoint, ControlSettings(timeout_ms=2000, retries=0), state)
         assert pilot.step_once(keys_to_command(frozenset({"w"}))) is None
         pilot._close()
@@ -142,10 +96,10 @@ def test_keys_from_a_page_step_the_environment(kit, environment) -> None:
     settings = kit.settings(step_endpoint=endpoint, control={"rate_hz": 50.0, "timeout_ms": 2000})
 
     async def scenario() -> None:
-        state = DashboardState(settings.stream, settings.history)
-        pilot = KeyboardPilot(endpoint, settings.control, state)
+        pilot_state = DashboardState(settings.stream, settings.history)
+        pilot = KeyboardPilot(endpoint, settings.control, pilot_state)
         async with (
-            kit.running_dashboard(settings, pilot=pilot) as (url, _state, _app),
+            kit.running_dashboard(settings, pilot=pilot, state=pilot_state) as (url, _state, _app),
             aiohttp.ClientSession() as http,
         ):
             async with http.ws_connect(url + "ws") as ws:

@@ -15,6 +15,7 @@ const CHARTS = [
   ["Stage timings", ["timing/"]],
   ["Reward terms over time", ["reward/"]],
 ];
+const STALE_AFTER_MS = 3000;
 const KEY_CODES = {
   KeyW: "w", KeyA: "a", KeyS: "s", KeyD: "d", KeyQ: "q", KeyE: "e", Space: "space",
   ShiftLeft: "shift", ShiftRight: "shift",
@@ -89,10 +90,10 @@ function onStatus(status) {
 function updateFreshness() {
   // The server reports the age when it built the status; extrapolate with the local clock.
   const status = page.status;
-  const text = status && status.obs_age_ms !== null
-    ? `${Math.round(status.obs_age_ms + (performance.now() - page.statusAt))} ms`
-    : "–";
-  $("freshness").textContent = text;
+  const age = status && status.obs_age_ms !== null ? status.obs_age_ms + (performance.now() - page.statusAt) : null;
+  $("freshness").textContent = age === null ? "–" : `${Math.round(age)} ms`;
+  // Grey the views out once the picture is clearly old, so nobody mistakes it for live.
+  document.querySelector(".views").classList.toggle("stale", age !== null && age > STALE_AFTER_MS);
 }
 
 async function onFrame(buffer) {
