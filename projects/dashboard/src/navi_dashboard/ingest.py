@@ -23,6 +23,7 @@ import numpy as np
 import structlog
 
 from navi_contracts import ContractError, DistanceMatrix, Subscriber, TelemetryEvent, decode, topics
+from navi_dashboard.metric_names import canonical_payload
 from navi_dashboard.settings import DashboardSettings
 from navi_dashboard.state import (
     SOURCE_ACTOR,
@@ -59,7 +60,7 @@ def frame_from_matrix(matrix: DistanceMatrix, source: str, received_at: float) -
 
 
 def sample_from_event(event: TelemetryEvent, received_at: float) -> TelemetrySample:
-    """Wrap a telemetry event for the state (chart time is the producer's timestamp).
+    """Wrap a telemetry event for the state (canonical metric names; chart time is the producer's).
 
     Args:
         event: the decoded event.
@@ -70,7 +71,7 @@ def sample_from_event(event: TelemetryEvent, received_at: float) -> TelemetrySam
     """
     return TelemetrySample(
         event_type=event.event_type,
-        payload=dict(event.payload),
+        payload=canonical_payload(event.payload),
         received_at=received_at,
         wall_time=event.timestamp,
     )

@@ -5,14 +5,15 @@ import { BarChart, LineChart, formatNumber } from "/static/charts.js";
 
 const CHARTS = [
   ["Reward EMA", ["reward_ema"]],
-  ["Episode return", ["episode_return"]],
+  ["Episode return", ["episode_return", "episode_shaped_return"]],
   ["Episode length", ["episode_length"]],
   ["Collision rate", ["collision_rate"]],
   ["PPO losses", ["policy_loss", "value_loss"]],
   ["KL divergence", ["kl"]],
   ["Entropy", ["entropy"]],
   ["Steps per second", ["sps"]],
-  ["Stage timings", ["timing/"]],
+  ["Stage timings (s)", ["timing/"]],
+  ["Coverage and speed", ["coverage", "speed"]],
   ["Reward terms over time", ["reward/"]],
 ];
 const STALE_AFTER_MS = 3000;
