@@ -14,6 +14,7 @@ with the multipart form in :mod:`navi_contracts.codec_frames`.
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Any, TypeVar, overload
 
 import msgpack
@@ -102,9 +103,14 @@ def _str_header(extra: int, size: int) -> bytes:
 
 def _array_header(dtype: str, shape: tuple[int, ...], nbytes: int, offset: int) -> bytes:
     """``{"dtype", "shape", "data": bin32-header}`` such that the data lands 8-byte aligned."""
+    return _aligned_header(dtype, shape, nbytes, offset % _ALIGN)
+
+
+@lru_cache(maxsize=512)  # a stream repeats a handful of (dtype, shape) pairs: build each header once
+def _aligned_header(dtype: str, shape: tuple[int, ...], nbytes: int, misalignment: int) -> bytes:
     shape_items = b"".join(msgpack.packb(size) for size in shape)
     plain = 1 + 6 + 1 + len(dtype) + 6 + 1 + len(shape_items) + 5 + 5
-    dtype_extra, shape16, key8 = _PADDING[-(offset + plain) % _ALIGN]
+    dtype_extra, shape16, key8 = _PADDING[-(misalignment + plain) % _ALIGN]
     return b"".join(
         (
             b"\x83\xa5dtype",

@@ -141,12 +141,7 @@ class MsgpackView:
                 f"truncated msgpack: need {size} bytes at offset {start}, only {self._end - start} left"
             )
         self._pos = end
-        try:
-            return str(self._buffer[start:end], "utf-8")
-        except UnicodeDecodeError as exc:
-            raise ContractError(
-                f"malformed msgpack: string at offset {start} is not UTF-8 ({exc.reason})"
-            ) from None
+        return self._decode_utf8(start, end)
 
     def _check_container(self, count: int, depth: int, min_item_bytes: int) -> None:
         if depth >= self._max_depth:
@@ -162,12 +157,31 @@ class MsgpackView:
 
     def _read_map(self, count: int, depth: int) -> dict[str, Any]:
         self._check_container(count, depth, 2)
+        buffer, end = self._buffer, self._end
         result: dict[str, Any] = {}
         for _ in range(count):
-            key = self._read(depth + 1)
-            if not isinstance(key, str):
-                raise ContractError(f"malformed message: map key must be a string, got {type(key).__name__}")
+            pos = self._pos
+            code = buffer[pos] if pos < end else 0
+            if 0xA0 <= code <= 0xBF and pos + 1 + (code & 0x1F) <= end:
+                # Inline fixstr key (every key we write): saves a generic dispatch per entry.
+                stop = pos + 1 + (code & 0x1F)
+                key = self._decode_utf8(pos + 1, stop)
+                self._pos = stop
+            else:
+                key = self._read(depth + 1)
+                if not isinstance(key, str):
+                    raise ContractError(
+                        f"malformed message: map key must be a string, got {type(key).__name__}"
+                    )
             if key in result:
                 raise ContractError(f"malformed message: duplicate map key {key!r}")
             result[key] = self._read(depth + 1)
         return result
+
+    def _decode_utf8(self, start: int, stop: int) -> str:
+        try:
+            return str(self._buffer[start:stop], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ContractError(
+                f"malformed msgpack: string at offset {start} is not UTF-8 ({exc.reason})"
+            ) from None
