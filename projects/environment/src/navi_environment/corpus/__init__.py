@@ -1,0 +1,34 @@
+"""Scene corpus: compile sources, qualify spawns, write and read ``manifest.json``.
+
+Public API (imported lazily: ``navi_environment.config`` imports this package's settings, and the
+corpus builder imports the runtime's spawn qualification, which imports the config):
+
+* :func:`ensure_default_corpus` -> Path of the default corpus, built when missing.
+* :func:`load_manifest` -> validated :class:`~navi_environment.corpus.manifest.CorpusManifest`.
+* :func:`prepare_corpus` -> build a corpus folder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from navi_environment.corpus.manifest import CorpusManifest, load_manifest
+    from navi_environment.corpus.prepare import ensure_default_corpus, prepare_corpus
+
+__all__ = ["CorpusManifest", "ensure_default_corpus", "load_manifest", "prepare_corpus"]
+
+_LAZY = {
+    "CorpusManifest": "navi_environment.corpus.manifest",
+    "load_manifest": "navi_environment.corpus.manifest",
+    "ensure_default_corpus": "navi_environment.corpus.prepare",
+    "prepare_corpus": "navi_environment.corpus.prepare",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,193 @@
-"""Compiler and corpus commands of ``navi-environment`` (compile-gmdag, check-sdfdag, qualify-gmdag, corpus)."""
+"""Compiler commands: compile-gmdag, check-sdfdag, qualify-gmdag, export-scene, corpus."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import click
+
+if TYPE_CHECKING:
+    from navi_environment.config import EnvironmentSettings
+
+_SOURCE_HELP = (
+    "A mesh file (.glb/.gltf/.obj/.ply/.stl) or a procedural scene 'procedural:<family>[:seed=<n>]' "
+    "with family one of apartment, maze, warehouse, building, hall."
+)
+
+
+def _settings(**compile_overrides: Any) -> EnvironmentSettings:
+    """Environment settings with the CLI's compile options as init kwargs (they outrank env/.env)."""
+    from navi_contracts.logging import configure_logging
+    from navi_environment.config import EnvironmentSettings
+
+    overrides = {key: value for key, value in compile_overrides.items() if value is not None}
+    # A dict for a nested group is deep-merged with env/.env values by pydantic-settings.
+    settings = EnvironmentSettings(compile=overrides) if overrides else EnvironmentSettings()  # type: ignore[arg-type]
+    configure_logging(settings.log_level, settings.log_json)
+    return settings
+
+
+def _emit(payload: dict[str, Any], as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        click.echo(json.dumps(payload, sort_keys=True))
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+@click.command("compile-gmdag")
+@click.option("--source", required=True, help=_SOURCE_HELP)
+@click.option(
+    "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The .gmdag to write."
+)
+@click.option(
+    "--resolution",
+    type=int,
+    default=None,
+    help="Voxels per axis, power of two (default: compile.resolution).",
+)
+@click.option("--repair", is_flag=True, help="Mesh sources: merge vertices, fix winding/normals, fill holes.")
+@click.option(
+    "--far-tolerance-voxels", type=float, default=None, help="Far-field collapse tolerance (voxels)."
+)
+def compile_gmdag(
+    source: str, output: Path, resolution: int | None, repair: bool, far_tolerance_voxels: float | None
+) -> None:
+    """Compile a mesh or procedural scene into a GMDAG v1 file (written atomically)."""
+    from navi_environment.corpus.sources import compile_source
+    from navi_environment.gmdag.writer import write_gmdag
+
+    settings = _settings(resolution=resolution, far_tolerance_voxels=far_tolerance_voxels)
+    try:
+        compiled = compile_source(source, settings.compile, repair=repair)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
+    written = write_gmdag(compiled.asset, output)
+    ratio = 2 * compiled.asset.resolution**3 / written
+    click.echo(
+        f"{output}: {compiled.asset.resolution}^3, voxel {compiled.asset.voxel_size:.4f} m, "
+        f"{compiled.asset.nodes.shape[0]} nodes, {written} bytes ({ratio:.1f}x vs dense fp16), "
+        f"{compiled.seconds:.1f} s"
+    )
+
+
+@click.command("check-sdfdag")
+@click.option("--gmdag-file", type=click.Path(dir_okay=False, path_type=Path), help="One file to validate.")
+@click.option(
+    "--gmdag-root", type=click.Path(file_okay=False, path_type=Path), help="Validate every .gmdag below."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def check_sdfdag(gmdag_file: Path | None, gmdag_root: Path | None, as_json: bool) -> None:
+    """Validate GMDAG files against every format rule (and a corpus manifest when present).
+
+    Exit status 1 when any file or the manifest is broken.
+    """
+    from navi_environment.corpus.check import check_file, check_root
+
+    if (gmdag_file is None) == (gmdag_root is None):
+        raise click.UsageError("give exactly one of --gmdag-file or --gmdag-root")
+    if gmdag_file is not None:
+        reports, problems = [check_file(gmdag_file)], list[str]()
+    else:
+        assert gmdag_root is not None
+        reports, problems = check_root(gmdag_root)
+    ok = not problems and all(report["ok"] for report in reports)
+    lines = [
+        f"{'OK  ' if r['ok'] else 'FAIL'} {r['file']}" + (f": {r['error']}" if r["error"] else "")
+        for r in reports
+    ]
+    lines += [f"FAIL {problem}" for problem in problems]
+    lines.append(f"{'PASS' if ok else 'FAIL'}: {sum(r['ok'] for r in reports)}/{len(reports)} files valid")
+    _emit({"ok": ok, "files": reports, "problems": problems}, as_json, lines)
+    if not ok:
+        sys.exit(1)
+
+
+@click.command("qualify-gmdag")
+@click.option(
+    "--gmdag-file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The scene."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Spawn candidate sampling seed.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def qualify_gmdag(gmdag_file: Path, seed: int, as_json: bool) -> None:
+    """Probe spawn candidates with a coarse spherical sensor; FAIL (exit 1) without a viable spawn
+    or when the best spawn's starvation is >= 0.7."""
+    from navi_environment.corpus.qualify import qualify_asset
+    from navi_environment.gmdag.format import GmdagFormatError
+    from navi_environment.gmdag.reader import load_gmdag
+
+    settings = _settings()
+    try:
+        asset = load_gmdag(gmdag_file)
+    except GmdagFormatError as error:
+        raise click.ClickException(str(error)) from error
+    summary = qualify_asset(asset, settings, seed=seed)
+    lines = [f"{summary['verdict']} {gmdag_file}: {summary['reason']}"]
+    _emit(summary, as_json, lines)
+    if summary["verdict"] != "PASS":
+        sys.exit(1)
+
+
+@click.command("export-scene")
+@click.option("--source", required=True, help="A procedural scene 'procedural:<family>[:seed=<n>]'.")
+@click.option(
+    "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help=".obj/.glb/.ply/.stl"
+)
+def export_scene(source: str, output: Path) -> None:
+    """Export a procedural scene as a triangle mesh."""
+    from navi_environment.scenes.export import export_layout
+    from navi_environment.scenes.registry import generate, parse_procedural
+
+    try:
+        spec = parse_procedural(source)
+        path = export_layout(generate(spec.family, spec.seed), output)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"{path}: {spec}")
+
+
+@click.group("corpus")
+def corpus() -> None:
+    """Build and inspect the procedural training corpus."""
+
+
+@corpus.command("prepare")
+@click.option(
+    "--families", default=None, help="Comma-separated families (default: compile.families, all five)."
+)
+@click.option(
+    "--count", type=int, default=None, help="Scenes per family (default: compile.count_per_family)."
+)
+@click.option("--resolution", type=int, default=None, help="Voxels per axis (default: compile.resolution).")
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Corpus folder (default: artifacts/<compile.corpus_dir>).")  # fmt: skip
+@click.option("--no-qualify", is_flag=True, help="Skip spawn qualification (faster, for experiments).")
+def corpus_prepare(
+    families: str | None, count: int | None, resolution: int | None, output: Path | None, no_qualify: bool
+) -> None:
+    """Compile, qualify and write the corpus with manifest.json (staged, swapped in on success)."""
+    from navi_contracts.paths import artifacts_root
+    from navi_environment.corpus.prepare import prepare_corpus
+
+    family_list = tuple(name.strip() for name in families.split(",") if name.strip()) if families else None
+    settings = _settings(
+        resolution=resolution,
+        count_per_family=count,
+        families=family_list,
+        qualify=False if no_qualify else None,
+    )
+    target = output or artifacts_root() / settings.compile.corpus_dir
+    try:
+        manifest = prepare_corpus(target, settings.compile, env_settings=settings, progress=True)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"{target}: {len(manifest.scenes)} scenes, {len(manifest.rejected)} rejected")
 
 
 def register(group: click.Group) -> None:
     """Attach this module's commands to the ``navi-environment`` group."""
+    for command in (compile_gmdag, check_sdfdag, qualify_gmdag, export_scene, corpus):
+        group.add_command(command)

@@ -156,6 +156,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(temp_name, 0o666 & ~_current_umask())  # mkstemp creates 0600; use normal file modes
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
@@ -164,6 +165,12 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_gmdag(asset: GmdagAsset, path: str | Path) -> int:

@@ -1,0 +1,240 @@
+"""Build a corpus folder: compile, qualify, write the manifest, swap in atomically.
+
+Everything is written into a staging folder next to the target and renamed into place only when
+every scene compiled and the manifest is written, so readers never see a half-built corpus and a
+failed run leaves the previous corpus untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from tqdm import tqdm
+
+from navi_environment.corpus.manifest import (
+    MANIFEST_NAME,
+    CorpusManifest,
+    ManifestEntry,
+    ManifestError,
+    QualificationSummary,
+    load_manifest,
+    manifest_json,
+)
+from navi_environment.corpus.provenance import git_revision, package_versions, utc_now
+from navi_environment.corpus.settings import CompileSettings
+from navi_environment.corpus.sources import CompiledScene, compile_source
+from navi_environment.gmdag.writer import encode_gmdag, write_atomic
+from navi_environment.scenes.registry import FAMILIES
+
+if TYPE_CHECKING:
+    from navi_environment.config import EnvironmentSettings
+
+log = structlog.get_logger()
+
+SEED_ATTEMPTS_PER_SCENE = 3
+"""A family may try this many seeds per requested scene before the corpus build gives up."""
+
+
+def _entry(
+    scene_id: str, compiled: CompiledScene, data: bytes, qualification: dict[str, Any]
+) -> ManifestEntry:
+    asset = compiled.asset
+    return ManifestEntry(
+        id=scene_id,
+        file=f"{scene_id}.gmdag",
+        family=compiled.family,
+        seed=compiled.seed,
+        source=compiled.source,
+        resolution=asset.resolution,
+        voxel_size_m=float(asset.voxel_size),
+        bmin_m=(float(asset.bmin[0]), float(asset.bmin[1]), float(asset.bmin[2])),
+        source_bounds_m=compiled.source_bounds,
+        node_count=int(asset.nodes.shape[0]),
+        bytes=len(data),
+        compression_ratio=round(2 * asset.resolution**3 / len(data), 2),
+        sha256=hashlib.sha256(data).hexdigest(),
+        compile_seconds=round(compiled.seconds, 3),
+        qualification=QualificationSummary.model_validate(qualification),
+    )
+
+
+def _swap_into_place(staging: Path, target: Path) -> None:
+    """Rename ``staging`` to ``target``; an existing ``target`` is moved aside first and deleted after."""
+    backup = None
+    if target.exists():
+        backup = target.parent / f".{target.name}.old-{os.getpid()}"
+        os.replace(target, backup)
+    try:
+        os.replace(staging, target)
+    except OSError:
+        if backup is not None:
+            os.replace(backup, target)
+        raise
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
+
+
+def _qualify(
+    compiled: CompiledScene, env_settings: EnvironmentSettings | None, enabled: bool
+) -> dict[str, Any]:
+    if not enabled:
+        return {"verdict": "SKIPPED", "reason": "qualification disabled"}
+    from navi_environment.corpus.qualify import qualify_asset
+
+    return qualify_asset(compiled.asset, env_settings, seed=compiled.seed or 0)
+
+
+def _build_family(  # noqa: PLR0917 - private step of prepare_corpus
+    family: str,
+    per_family: int,
+    staging: Path,
+    settings: CompileSettings,
+    resolution: int | None,
+    env_settings: EnvironmentSettings | None,
+    entries: list[ManifestEntry],
+    rejected: list[dict[str, Any]],
+    bar: tqdm,  # type: ignore[type-arg]
+) -> None:
+    """Compile seeds 0, 1, ... of one family until ``per_family`` qualify (appends to the lists)."""
+    accepted = 0
+    for seed in range(per_family * SEED_ATTEMPTS_PER_SCENE):
+        if accepted == per_family:
+            return
+        compiled = compile_source(f"procedural:{family}:seed={seed}", settings, resolution=resolution)
+        qualification = _qualify(compiled, env_settings, settings.qualify)
+        if qualification["verdict"] == "FAIL":
+            rejected.append({"source": compiled.source, "reason": qualification.get("reason", "")})
+            log.warning("corpus.scene.rejected", source=compiled.source, reason=qualification.get("reason"))
+            continue
+        data = encode_gmdag(compiled.asset)
+        scene_id = f"{family}_{seed:03d}"
+        write_atomic(staging / f"{scene_id}.gmdag", data)
+        entries.append(_entry(scene_id, compiled, data, qualification))
+        accepted += 1
+        bar.update(1)
+        bar.set_postfix_str(scene_id)
+    if accepted < per_family:
+        raise ValueError(
+            f"family {family!r}: only {accepted} of {per_family} scenes qualified "
+            f"after {per_family * SEED_ATTEMPTS_PER_SCENE} seeds"
+        )
+
+
+def prepare_corpus(
+    output: str | Path,
+    settings: CompileSettings,
+    *,
+    families: Sequence[str] | None = None,
+    count: int | None = None,
+    resolution: int | None = None,
+    env_settings: EnvironmentSettings | None = None,
+    progress: bool = True,
+) -> CorpusManifest:
+    """Compile ``count`` qualified scenes per family into ``output`` (replaced atomically).
+
+    Seeds 0, 1, 2, ... are tried per family; a scene that fails qualification is recorded under
+    ``rejected`` and the next seed is tried, up to :data:`SEED_ATTEMPTS_PER_SCENE` x ``count``.
+
+    Args:
+        output: corpus folder to create or replace.
+        settings: compile settings (defaults for families, count, resolution, qualify).
+        families: procedural families (default ``settings.families``).
+        count: scenes per family (default ``settings.count_per_family``).
+        resolution: voxels per axis (default ``settings.resolution``).
+        env_settings: environment settings used by spawn qualification.
+        progress: show a tqdm progress bar on stderr.
+
+    Returns:
+        The manifest written to ``output/manifest.json``.
+
+    Raises:
+        ValueError: unknown family, or a family that cannot produce enough qualified scenes.
+    """
+    chosen = tuple(families or settings.families)
+    unknown = [family for family in chosen if family not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown scene families {unknown}; known: {', '.join(FAMILIES)}")
+    per_family = int(count or settings.count_per_family)
+    target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+    staging.chmod(0o755)  # mkdtemp creates 0700; the corpus is shared with other users and tools
+    entries: list[ManifestEntry] = []
+    rejected: list[dict[str, Any]] = []
+    try:
+        with tqdm(total=len(chosen) * per_family, desc="corpus", unit="scene", disable=not progress) as bar:
+            for family in chosen:
+                _build_family(
+                    family, per_family, staging, settings, resolution, env_settings, entries, rejected, bar
+                )
+        manifest = CorpusManifest(
+            created_utc=utc_now(),
+            git_revision=git_revision(),
+            versions=package_versions(),
+            settings=settings.model_dump(mode="json")
+            | {
+                "families": list(chosen),
+                "count_per_family": per_family,
+                "resolution": resolution or settings.resolution,
+            },
+            scenes=entries,
+            rejected=rejected,
+        )
+        write_atomic(staging / MANIFEST_NAME, manifest_json(manifest).encode("utf-8"))
+        _swap_into_place(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    log.info("corpus.prepared", folder=str(target), scenes=len(entries), rejected=len(rejected))
+    return manifest
+
+
+def corpus_is_complete(folder: Path, resolution: int | None = None) -> bool:
+    """True when ``folder`` has a valid manifest whose files all exist with the recorded sizes."""
+    try:
+        manifest = load_manifest(folder)
+    except ManifestError:
+        return False
+    for entry in manifest.scenes:
+        path = folder / entry.file
+        if not path.is_file() or path.stat().st_size != entry.bytes:
+            return False
+        if resolution is not None and entry.resolution != resolution:
+            return False
+    return bool(manifest.scenes)
+
+
+def ensure_default_corpus(
+    folder: str | Path | None = None,
+    *,
+    env_settings: EnvironmentSettings | None = None,
+    progress: bool = True,
+) -> Path:
+    """Return the default corpus folder, building it first when missing or incomplete.
+
+    Args:
+        folder: corpus folder (default ``artifacts/<compile.corpus_dir>``).
+        env_settings: environment settings (compile group and qualification thresholds);
+            default: read from the environment / ``.env``.
+        progress: show progress while building.
+
+    Returns:
+        The folder holding ``manifest.json`` and the scenes.
+    """
+    from navi_contracts.paths import artifacts_root
+    from navi_environment.config import EnvironmentSettings
+
+    settings = env_settings or EnvironmentSettings()
+    target = Path(folder) if folder is not None else artifacts_root() / settings.compile.corpus_dir
+    if corpus_is_complete(target, settings.compile.resolution):
+        return target
+    log.info("corpus.default.building", folder=str(target))
+    prepare_corpus(target, settings.compile, env_settings=settings, progress=progress)
+    return target
