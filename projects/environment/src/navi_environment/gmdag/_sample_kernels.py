@@ -81,7 +81,7 @@ def query_voxels(
                 octant |= 4
             mask = int((word >> _MASK_SHIFT) & _BYTE)
             if not (mask >> octant) & 1:
-                out_sdf[i] = void_distance(size, voxel)
+                out_sdf[i] = void_distance(float(size), voxel)
                 break
             base = np.int64(word & _LOW32)
             node = np.int64(nodes[base + _rank(mask, octant)] & _LOW32)

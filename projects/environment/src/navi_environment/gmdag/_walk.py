@@ -34,7 +34,7 @@ def popcount8(mask: int) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
-def walk_pool(nodes: np.ndarray, max_depth: int) -> tuple[int, int, int]:
+def walk_pool(nodes: np.ndarray, max_depth: int) -> tuple[int, int, int]:  # noqa: PLR0911 - one exit per rule
     """Check every node reachable from the root.
 
     Args:
