@@ -97,6 +97,7 @@ class EnvironmentChoice(SettingsGroup):
     corpus: Path | None = Field(default=None, description="Corpus folder (default: the built-in one).")
     point_azimuth: int = Field(default=32, gt=0, description="Azimuth bins of the point environment.")
     point_elevation: int = Field(default=8, gt=0, description="Elevation bins of the point environment.")
+    point_max_steps: int = Field(default=60, gt=0, description="Episode truncation of the point environment.")
 
 
 class TrainConfig(SettingsGroup):

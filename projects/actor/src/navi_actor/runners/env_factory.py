@@ -65,7 +65,11 @@ def build_environment(choice: EnvironmentChoice, num_actors: int, device: str) -
     """
     if choice.backend == "point":
         env = PointGoalEnv(
-            num_actors, azimuth=choice.point_azimuth, elevation=choice.point_elevation, device=device
+            num_actors,
+            azimuth=choice.point_azimuth,
+            elevation=choice.point_elevation,
+            max_steps=choice.point_max_steps,
+            device=device,
         )
         return BuiltEnvironment(env, {"backend": "point", "scenes": 0})
     from navi_environment.backend import SdfDagBackend

@@ -1,0 +1,132 @@
+"""The trainer end to end on the point environment: run folder, checkpoints, resume, Ctrl+C, promote."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from navi_actor.checkpoints import CheckpointError, load_checkpoint
+from navi_actor.config import ActorSettings
+from navi_actor.registry import ModelRegistry
+from navi_actor.runners.env_factory import build_environment
+from navi_actor.runners.on_policy_runner import OnPolicyRunner
+
+TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def settings(**overrides: Any) -> ActorSettings:
+    values: dict[str, Any] = {
+        "temporal_core": "gru",
+        "policy": TINY_POLICY,
+        "environment": {"backend": "point", "point_azimuth": 16, "point_elevation": 8, "point_max_steps": 10},
+        "rollout": {"num_actors": 2, "rollout_length": 16, "sequence_length": 8},
+        "ppo": {"epochs": 2, "num_minibatches": 2},
+        "telemetry": {"enabled": False},
+        "train": {"total_steps": 64},
+        "checkpoint": {"every_steps": 10_000},
+    }
+    for key, value in overrides.items():
+        values[key] = {**values[key], **value} if isinstance(value, dict) and key in values else value
+    return ActorSettings(**values)
+
+
+def runner(config: ActorSettings, artifacts: Path, checkpoint: Path | None = None) -> OnPolicyRunner:
+    built = build_environment(config.environment, config.rollout.num_actors, config.train.device)
+    return OnPolicyRunner(config, built, artifacts_dir=artifacts, checkpoint=checkpoint)
+
+
+def test_run_writes_manifest_metrics_checkpoint_and_promotes(tmp_path: Path) -> None:
+    summary = runner(settings(), tmp_path).run_training()
+    assert summary.steps_this_run == 64 and summary.updates_this_run == 2 and not summary.interrupted
+    manifest = json.loads((summary.run_dir / "manifest.json").read_text())
+    assert manifest["settings"]["rollout"]["num_actors"] == 2
+    assert {"navi-actor", "torch"} <= set(manifest["versions"])
+    assert "git_revision" in manifest and manifest["policy_config"]["temporal_core"] == "gru"
+    lines = (summary.run_dir / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    record = json.loads(lines[-1])
+    assert record["charts/step_id"] == 64
+    assert {"losses/policy_loss", "losses/value_loss", "time/update_policy_eval", "charts/sps"} <= set(record)
+    assert any(key.startswith("reward/shaping/") for key in record)
+    assert summary.final_checkpoint is not None
+    final = load_checkpoint(summary.final_checkpoint)
+    assert final.step_id == 64 and final.update_index == 2 and final.training_source == "rl"
+    assert set(final.auxiliary) == {"rnd", "rnd_optimizer"}
+    assert json.loads(final.settings_json)["train"]["total_steps"] == 64
+    assert summary.reward_ema is not None and final.episode_count >= 4
+    assert [entry.version for entry in summary.promoted] == [1]
+    assert load_checkpoint(ModelRegistry(tmp_path / "models").latest_path).step_id == 64
+
+
+def test_auto_resume_continues_the_same_counters_optimizer_and_rng(tmp_path: Path) -> None:
+    first = runner(settings(checkpoint={"auto_promote": False}), tmp_path).run_training()
+    assert first.final_checkpoint is not None
+    ModelRegistry(tmp_path / "models").promote(first.final_checkpoint)
+    saved = load_checkpoint(first.final_checkpoint)
+    resumed = runner(settings(checkpoint={"auto_promote": False}), tmp_path)
+    assert resumed.counters.step_id == 64 and resumed.counters.episode_count == saved.episode_count
+    assert resumed.learner.update_index == 2
+    assert torch.equal(torch.get_rng_state(), saved.rng["torch"])
+    assert torch.equal(resumed.shuffle.get_state(), saved.rng["shuffle"])
+    steps = {int(state["step"].item()) for state in resumed.learner.optimizer.state.values()}
+    assert steps == {2 * 2 * 2}  # 2 updates x 2 epochs x 2 minibatches
+    for key, tensor in saved.model.items():
+        assert torch.equal(resumed.policy.state_dict()[key], tensor)
+    assert resumed.shaping.hook is not None and resumed.shaping.hook.global_step == 64
+    second = resumed.run_training()
+    assert second.step_id == 128 and second.steps_this_run == 64
+    final = load_checkpoint(second.final_checkpoint) if second.final_checkpoint else None
+    assert final is not None and final.update_index == 4
+    assert final.parent_checkpoint is not None and final.parent_checkpoint.endswith("v001.pt")
+
+
+def test_no_auto_resume_and_incompatible_requests(tmp_path: Path) -> None:
+    first = runner(settings(), tmp_path).run_training()
+    ModelRegistry(tmp_path / "models").promote(first.final_checkpoint)  # type: ignore[arg-type]
+    fresh = runner(settings(checkpoint={"auto_resume": False}), tmp_path)
+    assert fresh.counters.step_id == 0
+    other_core = runner(settings(temporal_core="mambapy"), tmp_path)  # latest is gru: skipped
+    assert other_core.counters.step_id == 0 and other_core.policy.cfg.temporal_core == "mambapy"
+    with pytest.raises(CheckpointError, match="temporal_core='gru' but 'mambapy'"):
+        runner(settings(temporal_core="mambapy"), tmp_path, checkpoint=first.final_checkpoint)
+
+
+def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
+    train = runner(settings(train={"total_steps": None}), tmp_path)
+    original = train.learner.update
+    calls = {"n": 0}
+
+    def interrupt_on_second_update(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    train.learner.update = interrupt_on_second_update  # type: ignore[method-assign]
+    summary = train.run_training()
+    assert summary.interrupted and summary.updates_this_run == 1
+    assert summary.final_checkpoint is not None and summary.final_checkpoint.is_file()
+    assert load_checkpoint(summary.final_checkpoint).step_id == 32
+
+
+def test_checkpoint_cadence_keeps_the_last_n(tmp_path: Path) -> None:
+    config = settings(
+        train={"total_steps": 128}, checkpoint={"every_steps": 32, "keep": 2, "auto_promote": False}
+    )
+    summary = runner(config, tmp_path).run_training()
+    names = sorted(p.name for p in (summary.run_dir / "checkpoints").iterdir())
+    assert names == ["step_000000000096.pt", "step_000000000128.pt"]
+    assert not (tmp_path / "models").exists()
