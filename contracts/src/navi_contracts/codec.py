@@ -23,6 +23,7 @@ import numpy as np
 from navi_contracts.codec_common import (
     UNEXPECTED_DECODE_ERRORS,
     ArrayWriter,
+    as_byte_view,
     as_contract_error,
     decode_model,
     default_limits,
@@ -139,19 +140,6 @@ def encode(model: WireModel) -> bytes:
     return writer.finish()
 
 
-def _as_byte_view(data: Any) -> memoryview:
-    if type(data) is memoryview and data.format == "B" and data.ndim == 1:
-        return data  # the common case (a received ZeroMQ frame): nothing to convert
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise ContractError(f"expected bytes, bytearray or memoryview, got {type(data).__name__}")
-    view = memoryview(data)
-    if view.format != "B" or view.ndim != 1:
-        if not view.c_contiguous:
-            raise ContractError("payload buffer must be contiguous")
-        view = view.cast("B")
-    return view
-
-
 _INLINE_KEYS = frozenset(("dtype", "shape", "data"))
 
 
@@ -192,7 +180,7 @@ def decode(
             wrong-kind or wrong-version payload (and only this error).
     """
     limits = limits or default_limits()
-    view = _as_byte_view(data)
+    view = as_byte_view(data)
     if len(view) > limits.max_message_bytes:
         raise ContractError(f"message of {len(view)} bytes exceeds the limit of {limits.max_message_bytes}")
     try:

@@ -48,6 +48,20 @@ def as_contract_error(exc: BaseException) -> ContractError:
     return ContractError(f"undecodable message: {type(exc).__name__}: {exc}")
 
 
+def as_byte_view(data: Any) -> memoryview:
+    """``data`` as a flat byte memoryview (no copy); anything else is a ContractError."""
+    if type(data) is memoryview and data.format == "B" and data.ndim == 1:
+        return data  # the common case (a received ZeroMQ frame): nothing to convert
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ContractError(f"expected bytes, bytearray or memoryview, got {type(data).__name__}")
+    view = memoryview(data)
+    if view.format != "B" or view.ndim != 1:
+        if not view.c_contiguous:
+            raise ContractError("payload buffer must be contiguous")
+        view = view.cast("B")
+    return view
+
+
 # --------------------------------------------------------------------------- encoding
 
 

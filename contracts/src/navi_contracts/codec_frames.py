@@ -15,10 +15,11 @@ from typing import Any, TypeVar, overload
 import msgpack
 import numpy as np
 
-from navi_contracts.codec import _as_byte_view, decode, encode
+from navi_contracts.codec import decode, encode
 from navi_contracts.codec_common import (
     UNEXPECTED_DECODE_ERRORS,
     ArrayWriter,
+    as_byte_view,
     as_contract_error,
     decode_model,
     default_limits,
@@ -113,7 +114,7 @@ def decode_frames(
     limits = limits or default_limits()
     if not 1 <= len(frames) <= 1 + MAX_ARRAY_FRAMES:
         raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {len(frames)}")
-    views = [_as_byte_view(frame) for frame in frames]
+    views = [as_byte_view(frame) for frame in frames]
     total = sum(len(view) for view in views)
     if total > limits.max_message_bytes:
         raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")

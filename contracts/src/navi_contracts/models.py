@@ -17,7 +17,6 @@ from pydantic import Field, field_validator, model_validator
 from navi_contracts.arrays import ArraySpec
 from navi_contracts.model_base import WireModel
 
-_ID = Field(ge=0)
 _EVENT_TYPE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 _NAME_MAX = 256
 _MESSAGE_MAX = 16384

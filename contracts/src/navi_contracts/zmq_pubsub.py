@@ -17,8 +17,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import structlog
 import zmq
@@ -29,7 +28,7 @@ from navi_contracts.errors import ContractError, PeerTimeoutError
 from navi_contracts.model_base import WireModel
 from navi_contracts.settings import ContractLimits
 from navi_contracts.topics import TOPIC_MODELS
-from navi_contracts.zmq_util import bind_with_retry, new_socket, remaining_ms
+from navi_contracts.zmq_util import ClosableSocket, bind_with_retry, new_socket, remaining_ms
 
 log = structlog.get_logger()
 
@@ -37,24 +36,7 @@ _SUBSCRIBE, _UNSUBSCRIBE = 1, 0
 _DRAIN_CAP = 10_000  # messages drained per recv call in latest-only mode, so a flood cannot starve us
 
 
-class _Closable:
-    _socket: zmq.Socket[Any]
-
-    def close(self) -> None:
-        """Close the socket at once (linger 0); idempotent."""
-        if not self._socket.closed:
-            self._socket.close(linger=0)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class Publisher(_Closable):
+class Publisher(ClosableSocket):
     """Publishes wire models on topics; never blocks the caller.
 
     Args:
@@ -166,7 +148,7 @@ class Publisher(_Closable):
                 self._subscriptions[prefix] -= 1
 
 
-class Subscriber(_Closable):
+class Subscriber(ClosableSocket):
     """Receives wire models from one or more publishers.
 
     Args:

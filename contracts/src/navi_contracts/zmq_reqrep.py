@@ -25,8 +25,7 @@ from navi_contracts.errors import ContractError, PeerTimeoutError, RemoteError
 from navi_contracts.model_base import WireModel
 from navi_contracts.models import ErrorReply
 from navi_contracts.settings import ContractLimits
-from navi_contracts.zmq_pubsub import _Closable
-from navi_contracts.zmq_util import bind_with_retry, new_socket
+from navi_contracts.zmq_util import ClosableSocket, bind_with_retry, new_socket
 
 log = structlog.get_logger()
 
@@ -36,7 +35,7 @@ Handler = Callable[[WireModel], WireModel]
 _MESSAGE_MAX = 4000  # error text sent back; the full detail stays in the server log
 
 
-class ReqClient(_Closable):
+class ReqClient(ClosableSocket):
     """Sends one request at a time and waits for its reply, with timeout, retries and socket reset.
 
     Args:
@@ -124,7 +123,7 @@ class ReqClient(_Closable):
         return reply
 
 
-class RepServer(_Closable):
+class RepServer(ClosableSocket):
     """Answers requests with ``handler``; every failure becomes an ``ErrorReply``.
 
     Args:

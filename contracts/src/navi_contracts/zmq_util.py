@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import zmq
 
@@ -86,3 +87,22 @@ def free_tcp_endpoint(host: str = "127.0.0.1") -> str:
 def remaining_ms(deadline: float) -> int:
     """Milliseconds left until ``deadline`` (a ``time.monotonic()`` value), never negative."""
     return max(0, int((deadline - time.monotonic()) * 1000))
+
+
+class ClosableSocket:
+    """Owns one socket: ``close()`` (linger 0, idempotent) and use as a context manager."""
+
+    _socket: zmq.Socket[Any]
+
+    def close(self) -> None:
+        """Close the socket at once (linger 0); idempotent."""
+        if not self._socket.closed:
+            self._socket.close(linger=0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
