@@ -96,6 +96,11 @@ def test_frame_count_rules() -> None:
         decode_frames(frames, limits=ContractLimits(max_message_bytes=64))
 
 
+def test_oversized_metadata_is_refused_before_parsing() -> None:
+    with pytest.raises(ContractError, match="metadata frame of 1048577 bytes exceeds"):
+        decode_frames([b"\x00" * (1 << 20 | 1)])
+
+
 def test_binary_in_metadata_is_refused() -> None:
     with pytest.raises(ContractError, match=r"malformed metadata frame: .*max_bin_len"):
         decode_frames([msgpack.packb({"kind": "error_reply", "code": b"bin", "message": "m"})])

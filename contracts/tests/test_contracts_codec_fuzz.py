@@ -166,6 +166,19 @@ def test_hostile_framing_is_rejected_before_allocating(header: bytes, what: str)
     assert peak < 1_000_000
 
 
+def test_total_container_entries_are_capped() -> None:
+    """Many small containers: each within limits, together far more than any model needs."""
+    document = msgpack.packb([[0] * 1000 for _ in range(20)])
+    tracemalloc.start()
+    try:
+        with pytest.raises(ContractError, match="more container entries in total"):
+            decode(document)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000
+
+
 def test_limits_are_applied() -> None:
     payload = encode(sample_distance_matrix(batch=3, azimuth=8, elevation=4))
     with pytest.raises(ContractError, match="exceeds the limit of 100"):

@@ -35,6 +35,8 @@ M = TypeVar("M", bound=WireModel)
 
 MAX_ARRAY_FRAMES = 64
 """More array frames than any model has; a message claiming more is refused before parsing."""
+MAX_METADATA_BYTES = 1 << 20
+"""Metadata holds no bulk data; capping it bounds the Python objects a hostile frame can create."""
 
 Frame = bytes | bytearray | memoryview
 _FRAME_KEYS = frozenset(("dtype", "shape", "frame"))
@@ -118,6 +120,8 @@ def decode_frames(
     total = sum(len(view) for view in views)
     if total > limits.max_message_bytes:
         raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")
+    if len(views[0]) > MAX_METADATA_BYTES:
+        raise ContractError(f"metadata frame of {len(views[0])} bytes exceeds {MAX_METADATA_BYTES}")
     container = max(limits.max_payload_entries, 64)
     try:
         raw = msgpack.unpackb(

@@ -53,9 +53,11 @@ class MsgpackView:
         max_container: largest array or map length accepted.
         max_str_bytes: largest string accepted, in bytes.
         max_depth: deepest nesting of arrays and maps accepted.
+
+    The total number of container entries is capped at ``4 * max_container + 256``.
     """
 
-    __slots__ = ("_buffer", "_end", "_max_container", "_max_depth", "_max_str", "_pos")
+    __slots__ = ("_buffer", "_end", "_entries_left", "_max_container", "_max_depth", "_max_str", "_pos")
 
     def __init__(
         self, buffer: memoryview, max_container: int, max_str_bytes: int, max_depth: int = 16
@@ -66,6 +68,9 @@ class MsgpackView:
         self._max_container = max_container
         self._max_str = max_str_bytes
         self._max_depth = max_depth
+        # Total entries over all containers: a few bytes per entry can become ~50 bytes of Python
+        # objects each, so without a total a large hostile message could multiply its size in RAM.
+        self._entries_left = 4 * max_container + 256
 
     def read_all(self) -> Any:
         """Read exactly one object spanning the whole buffer.
@@ -150,6 +155,9 @@ class MsgpackView:
             raise ContractError(f"container of {count} entries exceeds the limit of {self._max_container}")
         if count * min_item_bytes > self._end - self._pos:
             raise ContractError(f"truncated msgpack: container declares {count} entries, too few bytes left")
+        self._entries_left -= count
+        if self._entries_left < 0:
+            raise ContractError("message holds more container entries in total than any model needs")
 
     def _read_array(self, count: int, depth: int) -> list[Any]:
         self._check_container(count, depth, 1)
