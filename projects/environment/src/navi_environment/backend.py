@@ -1,0 +1,268 @@
+"""``SdfDagBackend``: B drones in .gmdag scenes, stepped as one batch of tensors.
+
+The canonical in-process environment of Navi (the trainer, the auditor and the server all drive
+it). Everything on the step path is a batched tensor op or one kernel launch; the only host syncs
+are "did any episode end?" (to re-trace just those rows) and scene rotation (rare).
+
+Contract (also in ``docs/environment.md``)::
+
+    backend = SdfDagBackend(settings, num_actors, device="cpu", scene_paths=None)
+    obs = backend.reset(seed)            # [B,3,Az,El] f32
+    out = backend.step(actions)          # actions [B,4], clipped to [-1, 1] inside
+    out.obs, out.reward, out.terminated, out.truncated, out.final_obs, out.info
+    pos, yaw = backend.poses()
+
+Output tensors are preallocated and overwritten by the next ``step``: copy what you keep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import structlog
+import torch
+
+from navi_contracts.paths import artifacts_root
+from navi_environment.config import EnvironmentSettings
+from navi_environment.episodes import EpisodeTracker
+from navi_environment.physics import Kinematics, move_with_collisions
+from navi_environment.rewards import REWARD_TERMS, RewardInputs, Rewards
+from navi_environment.runtime.scene import RuntimeScene
+from navi_environment.runtime.scene_set import SceneSet
+from navi_environment.runtime.tracer import Tracer
+
+log = structlog.get_logger()
+
+INFO_KEYS = (
+    *(f"reward/{t}" for t in REWARD_TERMS),
+    "collision", "speed", "coverage", "episode_return", "episode_length", "scene_index",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """One batched step. All tensors live on the backend's device and are reused by the next step.
+
+    Attributes:
+        obs: [B,3,Az,El] observation (after auto-reset for rows that ended).
+        reward: [B] f32. terminated: [B] bool. truncated: [B] bool.
+        final_obs: [B,3,Az,El] last observation of rows that ended this step; equals ``obs`` elsewhere.
+        info: [B] tensors: ``reward/<term>`` (weighted), ``collision`` (0/1), ``speed`` (m/s),
+            ``coverage`` (visit cells this episode), ``episode_return``, ``episode_length``
+            (meaningful where an episode ended), ``scene_index`` (corpus index).
+    """
+
+    obs: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: torch.Tensor
+    info: dict[str, torch.Tensor]
+
+
+def corpus_paths(settings: EnvironmentSettings) -> list[Path]:
+    """The ``.gmdag`` files of the configured corpus folder (sorted), or a clear error."""
+    folder = artifacts_root() / settings.compile.corpus_dir
+    paths = sorted(folder.glob("*.gmdag"))
+    if not paths:
+        raise FileNotFoundError(
+            f"no .gmdag scenes in {folder}; build the corpus (navi-environment corpus ...) "
+            "or pass scene_paths"
+        )
+    return paths
+
+
+class SdfDagBackend:
+    """Batched drone environment over sphere-traced SDF scenes.
+
+    Args:
+        settings: environment settings.
+        num_actors: B, the number of drones.
+        device: ``"cpu"`` (numba kernels) or a CUDA device (torch kernels).
+        scene_paths: ``.gmdag`` files; None -> every file of ``settings.compile.corpus_dir``.
+        scenes: in-memory runtime scenes instead of files (tests, analytic scenes).
+    """
+
+    def __init__(
+        self,
+        settings: EnvironmentSettings,
+        num_actors: int,
+        device: str | torch.device = "cpu",
+        scene_paths: list[Path] | None = None,
+        *,
+        scenes: Sequence[RuntimeScene] | None = None,
+    ) -> None:
+        if num_actors < 1:
+            raise ValueError(f"num_actors must be >= 1, got {num_actors}")
+        self.settings = settings
+        self.num_actors = num_actors
+        self.device = torch.device(device)
+        corpus: list[Path | RuntimeScene] = (
+            list(scenes) if scenes else list(scene_paths or corpus_paths(settings))
+        )
+        self.scenes = SceneSet(corpus, settings, self.device)
+        B, sensor = num_actors, settings.sensor
+        self.observation_shape = (3, sensor.azimuth_bins, sensor.elevation_bins)
+        first = min(len(self.scenes), settings.scene.max_cached_scenes)
+        self._initial_scene = torch.arange(B, device=self.device) % first
+        self.scene_index = self._initial_scene.clone()
+        self.scenes.ensure(self.scene_index.tolist())
+        assert self.scenes.atlas is not None
+        self.tracer = Tracer(self.scenes.atlas, sensor, settings.tracer, self.device)
+        self.kinematics = Kinematics(settings.physics, self.device)
+        self.rewards = Rewards(settings.reward, settings.physics, B, self.device)
+        self.episodes = EpisodeTracker(settings.episode, B, self.device)
+        self._allocate(B)
+        cone = math.cos(math.radians(settings.physics.forward_cone_deg))
+        ahead = self.tracer.dirs_local[:, 0] >= cone
+        self._forward_mask = ahead.float()
+        self._forward_rays = ahead.nonzero().squeeze(1)
+        self._generator = torch.Generator(device=self.device)
+        self._needs_reset = True
+
+    def _allocate(self, B: int) -> None:
+        """Preallocate state and outputs (sentinel-filled until the first reset)."""
+        dev = self.device
+        self.position = torch.zeros(B, 3, device=dev)
+        self.yaw = torch.zeros(B, device=dev)
+        self.spawn = torch.zeros(B, 3, device=dev)
+        self.smoothed = torch.zeros(B, 4, device=dev)
+        self.clearance = torch.zeros(B, device=dev)
+        self.atlas_ids = torch.zeros(B, dtype=torch.int32, device=dev)
+        self.obs = torch.full((B, *self.observation_shape), -1.0, device=dev)
+        self.final_obs = torch.full_like(self.obs, -1.0)
+        self.reward = torch.zeros(B, device=dev)
+        self.terminated = torch.zeros(B, dtype=torch.bool, device=dev)
+        self.truncated = torch.zeros(B, dtype=torch.bool, device=dev)
+        self.info = {key: torch.zeros(B, device=dev) for key in INFO_KEYS}
+        self._output = StepOutput(
+            self.obs, self.reward, self.terminated, self.truncated, self.final_obs, self.info
+        )
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Start a new episode for every drone and return the first observation [B,3,Az,El].
+
+        Args:
+            seed: seeds spawn and heading sampling (None -> ``settings.seed``); same seed, same run.
+        """
+        self._generator.manual_seed(int(self.settings.seed if seed is None else seed))
+        self.episodes.reset_all()
+        self.scene_index.copy_(self._initial_scene)
+        self._sync_atlas()
+        self._respawn(torch.arange(self.num_actors, device=self.device))
+        self._needs_reset = False
+        return self.obs
+
+    def step(self, actions: torch.Tensor) -> StepOutput:
+        """Advance every drone by one step.
+
+        Args:
+            actions: [B,4] forward, vertical, lateral, yaw rate (clipped to [-1, 1]; NaN -> 0).
+
+        Returns:
+            The :class:`StepOutput` (buffers reused by the next call).
+        """
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        actions = self._check_actions(actions)
+        forward_clear = self.obs[:, 0].reshape(self.num_actors, -1)[:, self._forward_rays].amin(dim=1)
+        forward_clear = forward_clear * self.settings.sensor.horizon_m
+        self.smoothed, executed = self.kinematics.command(actions, self.smoothed, forward_clear)
+        displacement, new_yaw = self.kinematics.displacement(executed, self.yaw)
+        moved = move_with_collisions(
+            self.tracer, self.position, displacement, self.clearance, self.atlas_ids,
+            radius=self.settings.physics.drone_radius_m, dt=self.kinematics.dt,
+            normal_step=self._normal_step(),
+        )  # fmt: skip
+        speed = (moved.position - self.position).norm(dim=1) / self.kinematics.dt
+        self.position, self.yaw, self.clearance = moved.position, new_yaw, moved.clearance
+        self.tracer.trace_sensor(self.position, self.yaw, self.atlas_ids, self.obs)
+        reward, terms, _ = self.rewards.compute(
+            RewardInputs(self.obs, self.position, self.yaw, self.spawn, moved.collided, moved.impact_speed,
+                         self._forward_mask, self.settings.sensor.horizon_m)
+        )  # fmt: skip
+        self.reward.copy_(reward)
+        self.episodes.advance(reward)
+        starvation = 1.0 - self.obs[:, 2].reshape(self.num_actors, -1).mean(dim=1)
+        terminated, truncated = self.episodes.end_flags(starvation, self._outside())
+        self.terminated.copy_(terminated)
+        self.truncated.copy_(truncated)
+        self._fill_info(terms, moved.collided, speed)
+        self.final_obs.copy_(self.obs)
+        ended = (terminated | truncated).nonzero().squeeze(1)
+        if ended.numel():
+            self._end_episodes(ended)
+        return self._output
+
+    def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Copies of the drone positions [B,3] and headings [B] (rad)."""
+        return self.position.clone(), self.yaw.clone()
+
+    def close(self) -> None:
+        """Release nothing (kept for symmetry with other environments)."""
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _check_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        if not isinstance(actions, torch.Tensor):
+            actions = torch.as_tensor(np.asarray(actions), dtype=torch.float32)
+        if actions.shape != (self.num_actors, 4):
+            raise ValueError(f"actions must have shape ({self.num_actors}, 4), got {tuple(actions.shape)}")
+        return actions.to(device=self.device, dtype=torch.float32)
+
+    def _normal_step(self) -> float:
+        assert self.scenes.atlas is not None
+        return float(self.scenes.atlas.scene_f[:, 3].max())
+
+    def _outside(self) -> torch.Tensor:
+        bounds = self.scenes.bounds[self.atlas_ids.long()]
+        return ((self.position < bounds[:, :3]) | (self.position >= bounds[:, 3:])).any(dim=1)
+
+    def _fill_info(self, terms: torch.Tensor, collided: torch.Tensor, speed: torch.Tensor) -> None:
+        for i, name in enumerate(REWARD_TERMS):
+            self.info[f"reward/{name}"].copy_(terms[i])
+        self.info["collision"].copy_(collided.float())
+        self.info["speed"].copy_(speed)
+        self.info["coverage"].copy_(self.rewards.coverage)
+        self.info["episode_return"].copy_(self.episodes.episode_return)
+        self.info["episode_length"].copy_(self.episodes.length.float())
+        self.info["scene_index"].copy_(self.scene_index.float())
+
+    def _end_episodes(self, rows: torch.Tensor) -> None:
+        """Auto-reset drones ``rows`` (long [K]): rotate scenes where due, respawn, re-trace."""
+        rotate = self.episodes.start_episodes(rows)
+        if len(self.scenes) > 1 and bool(rotate.any()):
+            moving = rows[rotate]
+            self.scene_index[moving] = (self.scene_index[moving] + 1) % len(self.scenes)
+            self._sync_atlas()
+        self._respawn(rows)
+
+    def _sync_atlas(self) -> None:
+        """Repack the atlas if the scenes in use changed, then refresh every drone's atlas id."""
+        if self.scenes.ensure(self.scene_index.tolist()) and hasattr(self, "tracer"):
+            assert self.scenes.atlas is not None
+            self.tracer.set_atlas(self.scenes.atlas)
+        self.atlas_ids.copy_(self.scenes.corpus_to_atlas[self.scene_index])
+
+    def _respawn(self, rows: torch.Tensor) -> None:
+        """New episode for ``rows``: random qualified spawn and heading, fresh memory, first obs."""
+        ids = self.atlas_ids[rows]
+        spawn = self.scenes.sample_spawns(ids, self._generator)
+        yaw = (torch.rand(rows.shape[0], device=self.device, generator=self._generator) * 2.0 - 1.0) * math.pi
+        self.position[rows] = spawn
+        self.spawn[rows] = spawn
+        self.yaw[rows] = yaw
+        self.smoothed[rows] = 0.0
+        clearance = self.tracer.query(spawn, ids)
+        self.clearance[rows] = clearance
+        first = torch.empty((rows.shape[0], *self.observation_shape), device=self.device)
+        self.tracer.trace_sensor(spawn, yaw, ids, first)
+        self.obs[rows] = first
+        depth_min = first[:, 0].reshape(rows.shape[0], -1).amin(dim=1) * self.settings.sensor.horizon_m
+        self.rewards.reset_rows(rows, depth_min)
+        self.episodes.length[rows] = 0
+        self.episodes.episode_return[rows] = 0.0

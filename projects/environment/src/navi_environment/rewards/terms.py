@@ -1,0 +1,155 @@
+"""Environment reward: nine batched terms, each reported separately and weighted by a setting.
+
+Every term is a [B] tensor computed from the observation the drone actually gets after its move,
+plus a little per-drone memory (visit cells, headings per cell, best distance from spawn, previous
+clearance). ``info["reward/<term>"]`` carries the *weighted* contribution, so the terms add up to
+the reward exactly.
+
+Terms (unweighted forms):
+
+* exploration: ``gate * (new_cell + 0.5 * new_heading + 0.25 * frontier)``; new visit cell (edge
+  ``visit_cell_m``), new heading sector inside the cell, frontier = share of the forward cone
+  that is open (farther than half the horizon or empty); ``gate`` = clearance >= min_clearance_m.
+* progress: gain of the farthest distance from the spawn (metres), scaled by
+  ``clamp(clearance / proximity_m, 0, 1)`` so progress scraped along walls is worth less.
+* clearance_delta: change of the nearest-surface distance, clipped to [-1, 1] m.
+* starvation: minus the share of rays that see nothing within the horizon.
+* proximity: ``-clamp(1 - clearance / proximity_m, 0, 1)``.
+* structure_band: 1 while the nearest surface is within [band_low_m, band_high_m].
+* forward_structure: share of the forward cone that hits something within band_high_m.
+* inspection: share of rays hitting closer than inspection_range_m, when the heading is new.
+* collision: ``-(collision_base + impact_speed / max_forward_mps)`` on a collision.
+
+Visit memory is a per-drone hashed table (``VISIT_SLOTS`` cells): hash collisions can only make a
+cell look visited early, never pay twice for one cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from navi_environment.config import PhysicsSettings, RewardSettings
+
+REWARD_TERMS = (
+    "exploration",
+    "progress",
+    "clearance_delta",
+    "starvation",
+    "proximity",
+    "structure_band",
+    "forward_structure",
+    "inspection",
+    "collision",
+)
+VISIT_SLOTS = 4096
+_HASH = (73856093, 19349663, 83492791)
+
+
+@dataclass(frozen=True)
+class RewardInputs:
+    """What the reward needs after a move.
+
+    Attributes:
+        obs: [B,3,Az,El] observation at the new pose.
+        position: [B,3] new positions. yaw: [B] new headings.
+        spawn: [B,3] episode start positions.
+        collided: [B] bool. impact_speed: [B] m/s.
+        forward_mask: [Az*El] float 0/1, rays inside the forward cone.
+        horizon: sensor range, metres.
+    """
+
+    obs: torch.Tensor
+    position: torch.Tensor
+    yaw: torch.Tensor
+    spawn: torch.Tensor
+    collided: torch.Tensor
+    impact_speed: torch.Tensor
+    forward_mask: torch.Tensor
+    horizon: float
+
+
+class Rewards:
+    """Per-drone reward memory plus the term computation.
+
+    Args:
+        settings: reward weights and shape parameters.
+        physics: physics settings (max forward speed scales the collision term).
+        num_actors: B. device: tensor device.
+    """
+
+    def __init__(
+        self, settings: RewardSettings, physics: PhysicsSettings, num_actors: int, device: torch.device
+    ):
+        self.settings = settings
+        self.max_forward = float(physics.max_forward_mps)
+        self.weights = torch.tensor([getattr(settings, n) for n in REWARD_TERMS], device=device)
+        self.visited = torch.zeros(num_actors, VISIT_SLOTS, dtype=torch.bool, device=device)
+        self.headings = torch.zeros(num_actors, VISIT_SLOTS, dtype=torch.int64, device=device)
+        self.best_distance = torch.zeros(num_actors, device=device)
+        self.prev_clearance = torch.zeros(num_actors, device=device)
+        self.coverage = torch.zeros(num_actors, device=device)
+        self._rows = torch.arange(num_actors, device=device)
+        self._hash = torch.tensor(_HASH, device=device, dtype=torch.int64)
+
+    def reset_rows(self, rows: torch.Tensor, clearance: torch.Tensor) -> None:
+        """Forget the memory of drones ``rows`` (long [K]) starting new episodes with ``clearance`` [K]."""
+        self.visited[rows] = False
+        self.headings[rows] = 0
+        self.best_distance[rows] = 0.0
+        self.prev_clearance[rows] = clearance
+        self.coverage[rows] = 0.0
+
+    def compute(self, inputs: RewardInputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Compute the reward and update the memory.
+
+        Returns:
+            ``(reward [B], weighted terms [9,B] in REWARD_TERMS order, clearance [B] metres)``.
+        """
+        s = self.settings
+        B = inputs.obs.shape[0]
+        depth_m = inputs.obs[:, 0].reshape(B, -1) * inputs.horizon  # [B, R]; misses read as horizon
+        valid = inputs.obs[:, 2].reshape(B, -1)
+        clearance = depth_m.amin(dim=1)
+        new_cell, new_heading = self._visit(inputs.position, inputs.yaw)
+        fmask = inputs.forward_mask
+        f_count = fmask.sum().clamp(min=1.0)
+        frontier = ((depth_m >= 0.5 * inputs.horizon).float() @ fmask) / f_count
+        gate = (clearance >= s.min_clearance_m).float()
+        exploration = gate * (new_cell + 0.5 * new_heading + 0.25 * frontier)
+        distance = (inputs.position - inputs.spawn).norm(dim=1)
+        gain = (distance - self.best_distance).clamp(min=0.0)
+        self.best_distance = torch.maximum(self.best_distance, distance)
+        progress = gain * (clearance / s.proximity_m).clamp(0.0, 1.0)
+        clearance_delta = (clearance - self.prev_clearance).clamp(-1.0, 1.0)
+        self.prev_clearance = clearance
+        starvation = valid.mean(dim=1) - 1.0
+        proximity = -(1.0 - clearance / s.proximity_m).clamp(0.0, 1.0)
+        band = ((clearance >= s.band_low_m) & (clearance <= s.band_high_m)).float()
+        ahead_hits = ((depth_m <= s.band_high_m) & (valid > 0)).float()
+        forward_structure = (ahead_hits @ fmask) / f_count
+        near = ((depth_m <= s.inspection_range_m) & (valid > 0)).float().mean(dim=1)
+        inspection = near * new_heading
+        collision = -(s.collision_base + inputs.impact_speed / self.max_forward) * inputs.collided.float()
+        terms = torch.stack(
+            [exploration, progress, clearance_delta, starvation, proximity, band, forward_structure,
+             inspection, collision],
+        ) * self.weights[:, None]  # fmt: skip
+        return terms.sum(dim=0), terms, clearance
+
+    def _visit(self, position: torch.Tensor, yaw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mark the current cell and heading sector visited; return (new_cell, new_heading) as 0/1 floats."""
+        cell = torch.floor(position / self.settings.visit_cell_m).long()
+        slot = ((cell * self._hash).sum(dim=1)) % VISIT_SLOTS
+        sector = (torch.remainder(yaw, 2 * torch.pi) / (2 * torch.pi) * self.settings.heading_bins).long()
+        bit = torch.bitwise_left_shift(
+            torch.ones_like(sector), sector.clamp(0, self.settings.heading_bins - 1)
+        )
+        seen_cell = self.visited[self._rows, slot]
+        seen_bits = self.headings[self._rows, slot]
+        new_heading = (seen_bits & bit) == 0
+        self.visited[self._rows, slot] = True
+        self.headings[self._rows, slot] = seen_bits | bit
+        self.coverage += (~seen_cell).float()
+        return (~seen_cell).float(), new_heading.float()

@@ -1,0 +1,203 @@
+"""Runtime scene: the sparse brick map that the tracers march through.
+
+Why a brick map and not the DAG itself: walking an octree costs ~8 dependent loads per sample,
+while a two-level map costs 2 (coarse cell -> brick -> 8 neighbouring samples in one 4 KB block).
+Why not a dense grid: a dense 512^3 float grid is 512 MiB; the brick map stores dense samples only
+where a surface is near, so a 256^3 room costs a few MiB.
+
+Layout (``B = 8`` voxels per brick edge, ``C = resolution / 8`` coarse cells per axis):
+
+* ``coarse_dist [C^3] f32`` - for cells without a brick: a distance that is safe to step from any
+  point of the cell (``sdf(probe) - reach``, a Lipschitz bound) or, inside solid, a negative value.
+* ``coarse_sem [C^3] u16`` - semantic id at the cell's probe (used when a hit lands in such a cell).
+* ``brick_index [C^3] i32`` - brick number, or -1.
+* ``bricks_sdf [N, 10, 10, 10] f32`` / ``bricks_sem [N, 10, 10, 10] u16`` - samples at the voxel
+  centres ``8c-1 .. 8c+8`` of each axis (one voxel of apron each side), so trilinear interpolation
+  of any point inside the cell reads one brick only.
+
+Memory per scene: ``C^3 * 10 B + N_bricks * 6000 B``; checked against ``max_scene_bytes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+
+log = structlog.get_logger()
+
+BRICK = 8
+APRON_SIDE = BRICK + 2  # samples per brick axis: 8 voxels plus one apron sample each side
+BRICK_SAMPLES = APRON_SIDE**3
+# Distance from the coarse probe (voxel centre 8c+4, i.e. 8c+4.5 in voxel units) to the farthest
+# point of its cell [8c, 8c+8]^3, in voxels: sqrt(3) * 4.5.
+PROBE_REACH_VOXELS = float(np.sqrt(3.0) * 4.5)
+
+SdfQuery = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``query(points [N,3] f32) -> (sdf [N] f32 metres, semantic [N] u16)``."""
+
+
+class SceneBudgetError(ValueError):
+    """A runtime scene would exceed ``scene.max_scene_bytes``."""
+
+
+@dataclass(frozen=True)
+class RuntimeScene:
+    """A traceable scene. Positive distances are free space; z is up.
+
+    Attributes:
+        name: where it came from (file path or generator), for logs and errors.
+        resolution: voxels per axis (multiple of 8).
+        bmin: (3,) float32 minimum corner, metres.
+        voxel_size: voxel edge, metres.
+        coarse_dist: (C^3,) float32, see module docstring.
+        coarse_sem: (C^3,) uint16.
+        brick_index: (C^3,) int32, -1 where the cell has no brick.
+        bricks_sdf: (N, 1000) float32 brick samples.
+        bricks_sem: (N, 1000) uint16 brick samples.
+        band_m: cells whose bound is within this distance of a surface have bricks; the collision
+            sweep needs it to cover the drone radius.
+    """
+
+    name: str
+    resolution: int
+    bmin: np.ndarray
+    voxel_size: float
+    coarse_dist: np.ndarray
+    coarse_sem: np.ndarray
+    brick_index: np.ndarray
+    bricks_sdf: np.ndarray
+    bricks_sem: np.ndarray
+    band_m: float = 0.0
+
+    @property
+    def coarse_cells(self) -> int:
+        """Coarse cells per axis (``resolution // 8``)."""
+        return self.resolution // BRICK
+
+    @property
+    def bmax(self) -> np.ndarray:
+        """(3,) float32 maximum corner."""
+        return (self.bmin + np.float32(self.resolution * self.voxel_size)).astype(np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays of this scene."""
+        arrays = (self.coarse_dist, self.coarse_sem, self.brick_index, self.bricks_sdf, self.bricks_sem)
+        return int(sum(a.nbytes for a in arrays))
+
+
+def estimate_scene_bytes(resolution: int, bricks: int) -> int:
+    """Memory of a runtime scene with ``bricks`` bricks at ``resolution`` (see module docstring)."""
+    coarse = (resolution // BRICK) ** 3
+    return coarse * (4 + 2 + 4) + bricks * BRICK_SAMPLES * (4 + 2)
+
+
+def _voxel_centres(indices: np.ndarray, bmin: np.ndarray, voxel: float) -> np.ndarray:
+    """[N,3] integer voxel indices -> [N,3] float32 centre points."""
+    return (bmin[None, :] + (indices.astype(np.float64) + 0.5) * voxel).astype(np.float32)
+
+
+def build_runtime_scene(
+    query: SdfQuery,
+    bmin: np.ndarray,
+    voxel_size: float,
+    resolution: int,
+    *,
+    band_voxels: float = 2.0,
+    max_bytes: int = 512 * 1024 * 1024,
+    name: str = "<scene>",
+    chunk_bricks: int = 512,
+) -> RuntimeScene:
+    """Build the brick map of a distance field given by a point query.
+
+    Only voxel centres are queried, so a dense grid or a GMDAG asset give exact samples.
+
+    Args:
+        query: ``points [N,3] f32 -> (sdf [N] f32, semantic [N] u16)``; positive = free space.
+        bmin: (3,) minimum corner of the cube, metres.
+        voxel_size: voxel edge, metres (> 0).
+        resolution: voxels per axis, a multiple of 8.
+        band_voxels: cells whose probe bound is within this many voxels of a surface get a brick.
+        max_bytes: memory budget; exceeded -> :class:`SceneBudgetError`.
+        name: label for logs and errors.
+        chunk_bricks: bricks sampled per query call (bounds peak memory).
+
+    Returns:
+        The runtime scene.
+    """
+    if resolution < BRICK or resolution % BRICK:
+        raise ValueError(f"{name}: resolution {resolution} must be a positive multiple of {BRICK}")
+    if not voxel_size > 0:
+        raise ValueError(f"{name}: voxel_size must be > 0, got {voxel_size}")
+    bmin = np.asarray(bmin, dtype=np.float32).reshape(3)
+    C = resolution // BRICK
+    cells = np.stack(np.meshgrid(*(np.arange(C),) * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    probe_sdf, probe_sem = query(_voxel_centres(cells * BRICK + BRICK // 2, bmin, voxel_size))
+    probe_sdf = np.asarray(probe_sdf, dtype=np.float32)
+    reach = np.float32(PROBE_REACH_VOXELS * voxel_size)
+    band = np.float32(band_voxels * voxel_size)
+    needs_brick = np.abs(probe_sdf) < reach + band
+    n_bricks = int(needs_brick.sum())
+    need = estimate_scene_bytes(resolution, n_bricks)
+    if need > max_bytes:
+        raise SceneBudgetError(
+            f"{name}: runtime scene needs {need / 2**20:.1f} MiB ({n_bricks} bricks at resolution "
+            f"{resolution}), over the budget of {max_bytes / 2**20:.1f} MiB (scene.max_scene_bytes)"
+        )
+    coarse_dist = np.where(probe_sdf > 0, probe_sdf - reach, probe_sdf + reach).astype(np.float32)
+    brick_index = np.full(C**3, -1, dtype=np.int32)
+    brick_index[needs_brick] = np.arange(n_bricks, dtype=np.int32)
+    bricks_sdf, bricks_sem = _sample_bricks(
+        query, cells[needs_brick], bmin, voxel=voxel_size, resolution=resolution, chunk=chunk_bricks
+    )
+    scene = RuntimeScene(
+        name=name,
+        resolution=resolution,
+        bmin=bmin,
+        voxel_size=float(voxel_size),
+        coarse_dist=coarse_dist,
+        coarse_sem=np.asarray(probe_sem, dtype=np.uint16),
+        brick_index=brick_index,
+        bricks_sdf=bricks_sdf,
+        bricks_sem=bricks_sem,
+        band_m=float(band),
+    )
+    log.debug("runtime.scene.built", scene=name, resolution=resolution, bricks=n_bricks, bytes=scene.nbytes)
+    return scene
+
+
+def _sample_bricks(
+    query: SdfQuery, brick_cells: np.ndarray, bmin: np.ndarray, *, voxel: float, resolution: int, chunk: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sample the 10^3 apron grid of every brick cell; indices clamp at the cube's faces."""
+    n = len(brick_cells)
+    bricks_sdf = np.empty((n, BRICK_SAMPLES), dtype=np.float32)
+    bricks_sem = np.empty((n, BRICK_SAMPLES), dtype=np.uint16)
+    offsets = np.stack(np.meshgrid(*(np.arange(-1, BRICK + 1),) * 3, indexing="ij"), axis=-1).reshape(
+        -1, 3
+    )  # [1000, 3], x slowest, z fastest
+    for start in range(0, n, chunk):
+        cells = brick_cells[start : start + chunk]
+        # [k, 1, 3] + [1, 1000, 3] -> [k, 1000, 3] voxel indices
+        idx = np.clip(cells[:, None, :] * BRICK + offsets[None, :, :], 0, resolution - 1)
+        sdf, sem = query(_voxel_centres(idx.reshape(-1, 3), bmin, voxel))
+        bricks_sdf[start : start + len(cells)] = np.asarray(sdf, dtype=np.float32).reshape(-1, BRICK_SAMPLES)
+        bricks_sem[start : start + len(cells)] = np.asarray(sem, dtype=np.uint16).reshape(-1, BRICK_SAMPLES)
+    return bricks_sdf, bricks_sem
+
+
+def dense_grid_query(sdf: np.ndarray, semantic: np.ndarray, bmin: np.ndarray, voxel: float) -> SdfQuery:
+    """A point query over dense voxel-centre grids ``[R,R,R]`` indexed ``[x,y,z]`` (nearest voxel)."""
+    res = sdf.shape[0]
+    if sdf.shape != (res, res, res) or semantic.shape != sdf.shape:
+        raise ValueError(f"dense grids must be cubic and alike, got {sdf.shape} and {semantic.shape}")
+    origin = np.asarray(bmin, dtype=np.float64)
+
+    def query(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        idx = np.clip(np.floor((points - origin) / voxel).astype(np.int64), 0, res - 1)
+        return sdf[idx[:, 0], idx[:, 1], idx[:, 2]], semantic[idx[:, 0], idx[:, 1], idx[:, 2]]
+
+    return query
