@@ -33,7 +33,11 @@ from navi_contracts.zmq_util import ClosableSocket, bind_with_retry, new_socket,
 log = structlog.get_logger()
 
 _SUBSCRIBE, _UNSUBSCRIBE = 1, 0
-_DRAIN_CAP = 10_000  # messages drained per recv call in latest-only mode, so a flood cannot starve us
+_DRAIN_CAP = 10_000
+_ORDERED_HWM, _LATEST_ONLY_HWM = (
+    1000,
+    32,
+)  # messages drained per recv call in latest-only mode, so a flood cannot starve us
 
 
 class Publisher(ClosableSocket):
@@ -158,7 +162,8 @@ class Subscriber(ClosableSocket):
             message in arrival order (recorders).
         bind: bind instead of connect.
         limits: decoding limits; default: :func:`navi_contracts.codec.default_limits`.
-        recv_hwm: messages ZeroMQ buffers before dropping.
+        recv_hwm: messages ZeroMQ buffers before dropping; default 1000 in order, 32 latest-only
+            (a live view needs no backlog, and 1000 observations would be ~640 MB).
     """
 
     def __init__(
@@ -169,7 +174,7 @@ class Subscriber(ClosableSocket):
         latest_only: bool = False,
         bind: bool = False,
         limits: ContractLimits | None = None,
-        recv_hwm: int = 1000,
+        recv_hwm: int | None = None,
     ) -> None:
         self.endpoints = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         self.latest_only = latest_only
@@ -177,7 +182,7 @@ class Subscriber(ClosableSocket):
         self._limits = limits or default_limits()
         self._pending: dict[str, Any] = {}
         self._socket = new_socket(zmq.SUB)
-        self._socket.setsockopt(zmq.RCVHWM, recv_hwm)
+        self._socket.setsockopt(zmq.RCVHWM, recv_hwm or (_LATEST_ONLY_HWM if latest_only else _ORDERED_HWM))
         for topic in [""] if topics is None else topics:
             self._socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
         for endpoint in self.endpoints:
