@@ -1,0 +1,147 @@
+"""``explore``: fly one drone through compiled scenes from the terminal (or on autopilot), recording."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+import structlog
+
+from navi_auditor.demos import DemoWriter
+from navi_auditor.explorer.terminal import Terminal
+from navi_auditor.provenance import provenance
+from navi_auditor.settings import AuditorSettings
+from navi_contracts import Publisher, artifacts_root, configure_logging
+
+if TYPE_CHECKING:
+    from navi_environment.config import EnvironmentSettings
+
+log = structlog.get_logger()
+
+
+def default_demo_path(settings: AuditorSettings, pilot: str) -> Path:
+    """``<demos.out_dir or artifacts/demonstrations>/<UTC time>-<pilot>-<4 hex>.npz``."""
+    folder = settings.demos.out_dir or artifacts_root() / "demonstrations"
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return folder / f"{stamp}-{pilot}-{secrets.token_hex(2)}.npz"
+
+
+def demo_metadata(settings: AuditorSettings, env_settings: EnvironmentSettings, pilot: str) -> dict[str, Any]:
+    """Provenance stored in a demonstration: settings, pilot, versions, git revision."""
+    return {
+        **provenance(),
+        "pilot": pilot,
+        "seed": settings.explore.seed,
+        "environment_settings": env_settings.model_dump_json(),
+        "auditor_settings": settings.model_dump_json(),
+        "horizon_m": env_settings.sensor.horizon_m,
+    }
+
+
+def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
+    """CLI values that were given (None = not given), as the ``explore`` group's init kwargs."""
+    return {key: value for key, value in options.items() if value is not None}
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--record", is_flag=True, help="Save the flight as a demonstration .npz (artifacts/demonstrations/)."
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), help="Demonstration file (with --record)."
+)
+@click.option("--gmdag-file", type=click.Path(path_type=Path), help="Fly this one .gmdag scene.")
+@click.option(
+    "--corpus", type=click.Path(path_type=Path), help="Fly every .gmdag of this folder, in name order."
+)
+@click.option("--max-steps", type=int, help="Steps per scene before the next scene [2000].")
+@click.option("--max-scenes", type=int, help="Stop after this many scenes [all].")
+@click.option("--autopilot", is_flag=True, help="Fly the scripted frontier-seeking explorer (T toggles it).")
+@click.option("--pub", help="PUB endpoint for DistanceMatrix observations [tcp://*:5559]; 'none' disables.")
+@click.option("--seed", type=int, help="Reset seed of the first scene; scene k uses seed + k [0].")
+@click.option("--step-hz", type=float, help="Steps per second when flying by keyboard [10].")
+@click.option("--autopilot-hz", type=float, help="Steps per second on autopilot; 0 = flat out [0].")
+@click.option("--color/--no-color", default=None, help="24-bit colour view or ASCII shading [colour].")
+@click.option("--device", help="torch device of the simulator: cpu, cuda, ... [cpu].")
+@click.option("--log-level", default=None, help="debug, info, warning, error [info; warning on a TTY].")
+def explore_main(
+    *, record: bool, out: Path | None, gmdag_file: Path | None, corpus: Path | None, max_steps: int | None,
+    max_scenes: int | None, autopilot: bool, pub: str | None, seed: int | None, step_hz: float | None,
+    autopilot_hz: float | None, color: bool | None, device: str | None, log_level: str | None,
+) -> None:  # fmt: skip
+    """Fly one drone through compiled scenes from the terminal (works over SSH).
+
+    \b
+    Keys: W/S or Up/Down forward/back   A/D strafe left/right   Q/E or Left/Right yaw
+          Space or R up   C, Z or F down (a terminal cannot see Shift alone)
+          X stop   T toggle autopilot   Esc next scene   Ctrl+C quit
+    A key keeps its axis engaged for a few steps (terminals send no key-up); hold it to keep going.
+    The view shows the forward half of the distance matrix (near = bright, misses = dark blue);
+    the same observations are published as DistanceMatrix on --pub for the dashboard.
+    """
+    # Heavy imports (torch, numba kernels) only when flying, so `navi-auditor --help` starts fast.
+    from navi_auditor.explorer.autopilot import Autopilot
+    from navi_auditor.explorer.runner import ExplorerLoop
+    from navi_auditor.explorer.scenes import SceneSourceError, resolve_scene_files
+    from navi_auditor.explorer.session import ExplorerSession
+    from navi_environment.config import EnvironmentSettings
+
+    publish: str | None = pub
+    overrides = _explore_overrides({
+        "gmdag_file": gmdag_file, "corpus": corpus, "max_steps": max_steps, "max_scenes": max_scenes,
+        "seed": seed, "step_hz": step_hz, "autopilot_hz": autopilot_hz, "color": color, "device": device,
+    })  # fmt: skip
+    if publish is not None:
+        overrides["publish"] = None if publish.lower() == "none" else publish
+    values: dict[str, Any] = {"explore": overrides} | ({"log_level": log_level} if log_level else {})
+    settings = AuditorSettings(**values)
+    terminal = Terminal()
+    configure_logging(
+        log_level or ("warning" if terminal.interactive else settings.log_level), settings.log_json
+    )
+    env_settings = EnvironmentSettings()
+    explore = settings.explore
+    try:
+        scene_files = resolve_scene_files(explore.gmdag_file, explore.corpus, env_settings)
+    except SceneSourceError as error:
+        raise click.ClickException(str(error)) from error
+    pilot = "autopilot" if autopilot else "keyboard"
+    writer = None
+    if record:
+        path = out or default_demo_path(settings, pilot)
+        if path.exists():
+            raise click.ClickException(f"{path} exists; demonstrations are never overwritten")
+        shape = (env_settings.sensor.azimuth_bins, env_settings.sensor.elevation_bins)
+        writer = DemoWriter(
+            path, shape, demo_metadata(settings, env_settings, pilot), settings.demos.part_frames
+        )
+    publisher = Publisher(explore.publish) if explore.publish else None
+    session = ExplorerSession(
+        env_settings,
+        scene_files,
+        base_seed=explore.seed,
+        device=explore.device,
+        writer=writer,
+        publisher=publisher,
+    )
+    sensor = env_settings.sensor
+    pilot_fn = Autopilot(
+        settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, explore.device
+    )
+    summary = None
+    try:
+        with terminal:
+            summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot).run()
+    except KeyboardInterrupt:
+        log.info("auditor.explore.interrupted", steps=session.total_steps)
+    finally:
+        written = session.close()
+        if publisher is not None:
+            publisher.close()
+    steps = session.total_steps if summary is None else summary.steps
+    click.echo(f"flew {steps} steps in {session.scene_number + 1} scene(s), {session.collisions} collisions")
+    if written is not None:
+        click.echo(f"demonstration: {written}")

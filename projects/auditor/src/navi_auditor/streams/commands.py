@@ -1,0 +1,93 @@
+"""``navi-auditor record``, ``replay`` and ``inspect``: ZeroMQ session capture and playback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from navi_auditor.settings import AuditorSettings
+from navi_auditor.streams.format import RecordingFormatError, StreamReader
+from navi_auditor.streams.recorder import record_stream
+from navi_auditor.streams.replayer import replay_stream
+from navi_contracts import PeerTimeoutError, Publisher, artifacts_root
+
+
+@click.command()
+@click.option("--sub", "endpoints", multiple=True, required=True, help="Publisher to record (repeatable).")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="New recording file.")
+@click.option("--topics", "topic_list", multiple=True, help="Topic to record (repeatable) [all].")
+@click.option("--duration", type=float, help="Stop after this many seconds [until Ctrl+C].")
+@click.option("--max-messages", type=int, help="Stop after this many messages.")
+@click.pass_obj
+def record(
+    settings: AuditorSettings,
+    *,
+    endpoints: tuple[str, ...],
+    out: Path | None,
+    topic_list: tuple[str, ...],
+    duration: float | None,
+    max_messages: int | None,
+) -> None:
+    """Record live ZeroMQ messages (raw bytes, topic, receive time) into an append-only chunked file.
+
+    Chunks are flushed every --chunk-bytes or chunk-seconds (NAVI_AUDITOR_RECORDING__*), so memory
+    stays bounded and a crash loses at most the last unflushed chunk.
+    """
+    if out is None:
+        from datetime import UTC, datetime
+
+        out = artifacts_root() / "recordings" / f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}.navirec"
+    if out.exists():
+        raise click.ClickException(f"{out} exists; recordings are append-only, pick a new name")
+    stats = record_stream(
+        endpoints, out, settings.recording, topics=list(topic_list) or None, duration_s=duration,
+        max_messages=max_messages,
+    )  # fmt: skip
+    click.echo(f"recorded {stats.messages} messages in {stats.chunks} chunks to {stats.path}")
+
+
+@click.command()
+@click.option("--input", "path", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True)
+@click.option("--pub", "endpoint", default="tcp://*:5559", show_default=True, help="PUB endpoint to bind.")
+@click.option(
+    "--speed", type=float, default=1.0, show_default=True, help="Time scale; 0 = as fast as possible."
+)
+@click.option(
+    "--wait-subscribers-ms", type=int, help="Wait for a subscriber first [recording.subscriber_wait_ms]."
+)
+@click.pass_obj
+def replay(
+    settings: AuditorSettings, *, path: Path, endpoint: str, speed: float, wait_subscribers_ms: int | None
+) -> None:
+    """Publish a recording in order, with its relative timing divided by --speed."""
+    if speed < 0:
+        raise click.BadParameter("must be >= 0", param_hint="--speed")
+    wait = settings.recording.subscriber_wait_ms if wait_subscribers_ms is None else wait_subscribers_ms
+    try:
+        with Publisher(endpoint) as publisher:
+            stats = replay_stream(path, publisher, speed, wait_for_subscribers_ms=wait)
+    except (RecordingFormatError, PeerTimeoutError) as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"replayed {stats.messages} messages in {stats.seconds:.2f} s ({stats.dropped} dropped)")
+    if stats.damaged:
+        click.echo(
+            f"warning: the recording's tail was damaged ({stats.damaged}); replayed up to it", err=True
+        )
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+def inspect(path: Path) -> None:
+    """Print a JSON summary of a recording (messages per topic, time span, damage)."""
+    try:
+        report = StreamReader(path).scan()
+    except RecordingFormatError as error:
+        raise click.ClickException(str(error)) from error
+    span = None if report.first_time is None else (report.last_time or 0.0) - report.first_time
+    click.echo(json.dumps({
+        "path": str(path), "messages": report.messages, "chunks": report.chunks,
+        "topics": dict(report.topics), "seconds": span,
+        "closed_cleanly": report.has_index, "damage": report.damage,
+    }))  # fmt: skip
