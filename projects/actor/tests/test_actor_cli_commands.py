@@ -1,0 +1,130 @@
+"""CLI smoke tests with tiny budgets (CliRunner, point environment, temporary artifacts folder)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+import torch
+from click.testing import CliRunner
+
+from navi_actor.cli import brain_main, main
+
+TINY = [
+    "--env", "point", "--actors", "2", "--torch-threads", "1",
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def restore_process_state() -> Iterator[None]:
+    """The CLI configures structlog and torch threads for its process; undo that after each test."""
+    threads = torch.get_num_threads()
+    yield
+    structlog.reset_defaults()
+    torch.set_num_threads(threads)
+
+
+def invoke(tmp_path: Path, *args: str, group: object = main) -> object:
+    env = {
+        "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
+        "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
+        "NAVI_ACTOR_POLICY__VIT_DIM": "32",
+        "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
+        "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
+        "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
+        "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
+        "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
+    }
+    return CliRunner().invoke(group, list(args), env=env, catch_exceptions=False)  # type: ignore[arg-type]
+
+
+def test_train_models_evaluate_compare_promote(tmp_path: Path) -> None:
+    result = invoke(
+        tmp_path, "train", *TINY, "--temporal-core", "gru", "--total-steps", "32", "--rollout-length", "16",
+        "--no-telemetry", "--seed", "3",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "finished: 32 steps" in result.output
+    checkpoints = sorted(tmp_path.glob("runs/*/checkpoints/step_*.pt"))
+    assert len(checkpoints) == 1
+    listing = invoke(tmp_path, "models", "--json")
+    entries = json.loads(listing.output)
+    assert [entry["version"] for entry in entries] == [1] and entries[0]["temporal_core"] == "gru"
+    assert "latest best" in invoke(tmp_path, "models").output
+    evaluated = invoke(tmp_path, "evaluate", str(checkpoints[0]), *TINY, "--episodes", "3", "--json")
+    report = json.loads(evaluated.output.strip().splitlines()[-1])
+    assert report["episodes"] == 3 and report["deterministic"] is True
+    assert {"mean_return", "collision_rate", "coverage", "path_length"} <= set(report)
+    compared = invoke(
+        tmp_path, "compare", str(checkpoints[0]), str(tmp_path / "models" / "latest.pt"), *TINY,
+        "--episodes", "2", "--json",
+    )  # fmt: skip
+    delta = json.loads(compared.output.strip().splitlines()[-1])["delta"]
+    assert delta == {"mean_return": 0.0, "collision_rate": 0.0, "coverage": 0.0, "path_length": 0.0}
+    promoted = invoke(tmp_path, "promote", str(checkpoints[0]), "--notes", "by hand", "--tags", "a, b")
+    assert "as v002" in promoted.output
+    second = json.loads(invoke(tmp_path, "models", "--json").output)[1]
+    assert second["notes"] == "by hand" and second["tags"] == ["a", "b"]
+
+
+def test_train_auto_resumes_from_the_registry(tmp_path: Path) -> None:
+    args = [
+        "train",
+        *TINY,
+        "--temporal-core",
+        "gru",
+        "--total-steps",
+        "32",
+        "--rollout-length",
+        "16",
+        "--no-telemetry",
+    ]
+    assert invoke(tmp_path, *args).exit_code == 0
+    assert invoke(tmp_path, *args).exit_code == 0
+    manifests = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("runs/*/manifest.json"))]
+    assert sorted(m["start_step_id"] for m in manifests) == [0, 32]
+    fresh = invoke(tmp_path, *args, "--no-auto-resume")
+    assert fresh.exit_code == 0
+
+
+def test_brain_reaches_the_same_commands_and_bare_brain_says_issue_6(tmp_path: Path) -> None:
+    assert set(main.commands) <= set(brain_main.commands)
+    assert invoke(tmp_path, "models", group=brain_main).exit_code == 0
+    bare = CliRunner().invoke(brain_main, [])
+    assert bare.exit_code != 0 and "issue 6" in bare.output
+
+
+def test_bad_input_gives_clear_errors(tmp_path: Path) -> None:
+    bad_core = invoke(tmp_path, "train", *TINY, "--temporal-core", "lstm", "--total-steps", "8")
+    assert bad_core.exit_code != 0 and "valid choices: mamba2, gru, mambapy" in bad_core.output
+    geometry = invoke(tmp_path, "train", *TINY, "--rollout-length", "12", "--total-steps", "8")
+    assert geometry.exit_code != 0 and "multiple of" in geometry.output
+    foreign = tmp_path / "old.pt"
+    torch.save({"format": "navi-actor-checkpoint", "version": 2}, foreign)
+    refused = invoke(tmp_path, "evaluate", str(foreign), *TINY)
+    assert refused.exit_code != 0 and "reads only version 3" in refused.output
+    assert invoke(tmp_path, "promote", str(foreign)).exit_code != 0
+
+
+def test_help_explains_the_train_options(tmp_path: Path) -> None:
+    text = invoke(tmp_path, "train", "--help").output
+    for option in (
+        "--total-steps",
+        "--actors",
+        "--rollout-length",
+        "--device",
+        "--encoder-backend",
+        "--temporal-core",
+        "--checkpoint",
+        "--no-auto-resume",
+        "--checkpoint-every",
+        "--keep-checkpoints",
+        "--seed",
+        "--gmdag-file",
+        "--corpus",
+        "--telemetry-pub",
+    ):
+        assert option in text
