@@ -56,3 +56,12 @@ def test_spherical_cnn_is_equivariant_to_azimuth_rolls() -> None:
     upper[:, 0, :, :6] = 1.0  # something above the drone ...
     lower = torch.flip(upper, dims=[3])  # ... versus below it: elevation is not a symmetry
     assert not torch.allclose(encoder(upper), encoder(lower), atol=1e-3)
+
+
+def test_rayvit_last_layer_shortcut_equals_full_layer() -> None:
+    """Computing only the [CLS] row of a layer gives exactly that row of the full layer."""
+    torch.manual_seed(0)
+    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16))
+    tokens = torch.randn(3, 17, 64)
+    block = encoder.blocks[-1]
+    torch.testing.assert_close(block(tokens, first_only=True), block(tokens)[:, :1], atol=1e-5, rtol=1e-5)
