@@ -80,6 +80,17 @@ class TrainingTelemetry:
         """Whether a socket is open."""
         return self._publisher is not None
 
+    def wait_for_listener(self, timeout_ms: int = 5000) -> None:
+        """Block until a subscriber is connected (readiness handshake for tests and tools).
+
+        Raises:
+            RuntimeError: telemetry is disabled.
+            navi_contracts.PeerTimeoutError: nobody subscribed within ``timeout_ms``.
+        """
+        if self._publisher is None:
+            raise RuntimeError("telemetry is disabled; nothing to wait for")
+        self._publisher.wait_for_subscribers(timeout_ms=timeout_ms)
+
     def publish_update(self, step_id: int, metrics: Mapping[str, float]) -> None:
         """Send the coarse metrics of one update."""
         payload = {key: float(value) for key, value in metrics.items() if isinstance(value, int | float)}
