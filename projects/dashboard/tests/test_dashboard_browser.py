@@ -111,12 +111,13 @@ def test_keys_pressed_in_the_page_fly_the_drone(kit, environment, tmp_path) -> N
             await kit.wait_until(lambda: len(env.requests) >= 3, what="steps while W is held")
             await _key(page, "keyUp", "KeyW", "w")
             await kit.wait_until(lambda: pilot.status()["state"] == "idle", what="W released")
-            return await _poll_page(page, lambda s: s["frames"] >= 1 and "steps" in s.get("controlText", ""))
+            # Only the flight's observations arrive, so the page must settle on OBSERVER with a picture.
+            return await _poll_page(page, lambda s: s["frames"] >= 1 and s["mode"] == "OBSERVER")
 
     state = asyncio.run(scenario())
     command = env.requests[-1].actions.actions[0]
     assert command.tolist() == [1.0, 0.0, 0.0, 0.0]
-    assert state["mode"] == "OBSERVER"  # only the flight's observations arrive
+    assert "steps" in state["controlText"] and "error" not in state["controlText"]
 
 
 async def _key(page, kind: str, code: str, key: str) -> None:

@@ -19,6 +19,7 @@ def test_row_zero_is_copied_out_of_the_receive_buffer() -> None:
     np.testing.assert_array_equal(frame.valid, received.valid_mask[0])
     assert frame.depth.flags.owndata and frame.valid.flags.owndata  # the big buffer can be freed
     assert (frame.batch_size, frame.step_id, frame.source, frame.received_at) == (3, 11, "environment", 5.0)
+    assert frame.position == (0.0, 0.0, 1.5) and frame.yaw == 0.0
 
 
 def test_telemetry_sample_keeps_type_payload_and_producer_time() -> None:

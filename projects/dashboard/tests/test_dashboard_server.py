@@ -29,7 +29,9 @@ def test_status_frame_and_charts_reach_a_tab(kit, producer_factory) -> None:
             async with http.ws_connect(url + "ws") as ws:
                 hello = json.loads((await ws.receive(timeout=5)).data)
                 assert hello["type"] == "hello" and hello["control"] is False
-                status = await kit.receive_until(ws, lambda m: kit.is_status(m, mode="TRAINING"))
+                status = await kit.receive_until(
+                    ws, lambda m: kit.is_status(m, mode="TRAINING") and '"obs_age_ms":null' not in m.data
+                )
                 frame = await kit.receive_until(ws, lambda m: m.type == aiohttp.WSMsgType.BINARY)
             header, png = unpack_frame(frame.data)
             assert (header["width"], header["height"]) == (64, 16) and header["source"] == "actor"
@@ -38,6 +40,7 @@ def test_status_frame_and_charts_reach_a_tab(kit, producer_factory) -> None:
             assert body["obs_age_ms"] is not None and 0 <= body["obs_age_ms"] < 2000
             assert body["sps"] == pytest.approx(body["latest"]["sps"]) and body["sps_source"] == "telemetry"
             assert body["active_actors"] == 64 and body["scene"] == "#3"
+            assert body["obs_pose"]["position"] == [0.0, 0.0, 1.5] and 0 <= body["obs_pose"]["yaw_deg"] < 360
             assert set(body["reward_terms"]) == {"exploration", "progress", "collision", "existential"}
             assert set(body["timings"]) == {"rollout", "update", "encode"}
             await kit.wait_until(lambda: state.status()["counts"]["telemetry"] >= 3, what="telemetry")

@@ -22,12 +22,12 @@ import numpy as np
 import structlog
 
 from navi_contracts import Action, NaviTransportError, ReqClient, StepRequest, StepResult
+from navi_dashboard.ingest import frame_from_matrix
 from navi_dashboard.settings import ControlSettings
 from navi_dashboard.state import (
     REWARD_TERM_PREFIX,
     SOURCE_CONTROL,
     DashboardState,
-    ObservationFrame,
     TelemetrySample,
 )
 
@@ -178,19 +178,9 @@ class KeyboardPilot:
         return result
 
     def _record(self, result: StepResult) -> None:
-        observation = result.observation
-        self._batch_size = observation.batch_size
+        self._batch_size = result.observation.batch_size
         now = time.monotonic()
-        self._state.add_observation(
-            ObservationFrame(
-                source=SOURCE_CONTROL,
-                depth=np.array(observation.depth[0], dtype=np.float32),  # [B, Az, El] -> [Az, El]
-                valid=np.array(observation.valid_mask[0], dtype=bool),
-                batch_size=observation.batch_size,
-                received_at=now,
-                step_id=observation.step_id,
-            )
-        )
+        self._state.add_observation(frame_from_matrix(result.observation, SOURCE_CONTROL, now))
         payload = {
             name if name.startswith(REWARD_TERM_PREFIX) else REWARD_TERM_PREFIX + name: value
             for name, value in (result.info or {}).items()

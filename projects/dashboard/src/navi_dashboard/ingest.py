@@ -49,6 +49,7 @@ def frame_from_matrix(matrix: DistanceMatrix, source: str, received_at: float) -
     Returns:
         The frame to render.
     """
+    poses = matrix.poses
     return ObservationFrame(
         source=source,
         depth=np.array(matrix.depth[0], dtype=np.float32),  # [B, Az, El] -> [Az, El], owned copy
@@ -56,6 +57,8 @@ def frame_from_matrix(matrix: DistanceMatrix, source: str, received_at: float) -
         batch_size=matrix.batch_size,
         received_at=received_at,
         step_id=matrix.step_id,
+        position=None if poses is None else tuple(float(c) for c in poses.position[0]),  # type: ignore[arg-type]
+        yaw=None if poses is None else float(poses.yaw[0]),
     )
 
 

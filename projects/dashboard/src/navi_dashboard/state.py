@@ -50,6 +50,8 @@ class ObservationFrame:
         step_id: the producer's step counter, when the message has one.
         received_at: monotonic receive time.
         scene: scene name, when the message carries one.
+        position: drone 0's (x, y, z) in metres, when the message carries poses.
+        yaw: drone 0's heading in radians, when the message carries poses.
     """
 
     source: str
@@ -59,6 +61,8 @@ class ObservationFrame:
     received_at: float
     step_id: int | None = None
     scene: str | None = None
+    position: tuple[float, float, float] | None = None
+    yaw: float | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,7 @@ class DashboardState:
                 "obs_source": None if frame is None else frame.source,
                 "obs_step": None if frame is None else frame.step_id,
                 "obs_shape": None if frame is None else list(frame.depth.shape),
+                "obs_pose": _pose(frame),
                 "sps": _optional_finite(sps),
                 "sps_source": sps_source,
                 "active_actors": _optional_finite(self._active_actors(now)),
@@ -281,6 +286,15 @@ class DashboardState:
         """
         with self._lock:
             return self._series.since(cursor), self._series.seq
+
+
+def _pose(frame: ObservationFrame | None) -> dict[str, object] | None:
+    if frame is None or frame.position is None or frame.yaw is None:
+        return None
+    return {
+        "position": [round(coordinate, 3) for coordinate in frame.position],
+        "yaw_deg": round(math.degrees(frame.yaw), 1),
+    }
 
 
 def _finite_or_none(value: float) -> float | None:

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from navi_contracts import DistanceMatrix, TelemetryEvent
+from navi_contracts import DistanceMatrix, RobotPose, TelemetryEvent
 
 ROOM_HALF_EXTENT_M = np.array([6.0, 4.0, 1.5])
 DOOR_HALF_WIDTH_M = 0.8
@@ -62,6 +62,8 @@ def room_matrix(
 ) -> DistanceMatrix:
     """A DistanceMatrix whose every row is the room view (row ``b`` turned by ``b`` radians).
 
+    Every drone stands at the room's centre, (0, 0, 1.5) m; poses carry each row's heading.
+
     Args:
         batch: B.
         azimuth_bins: Az.
@@ -72,7 +74,8 @@ def room_matrix(
     Returns:
         The wire model.
     """
-    rows = [room_observation(azimuth_bins, elevation_bins, yaw + b) for b in range(batch)]
+    yaws = yaw + np.arange(batch, dtype=np.float64)
+    rows = [room_observation(azimuth_bins, elevation_bins, float(row_yaw)) for row_yaw in yaws]
     depth = np.stack([row[0] for row in rows])  # [B, Az, El]
     valid = np.stack([row[1] for row in rows])
     return DistanceMatrix(
@@ -81,6 +84,10 @@ def room_matrix(
         depth=depth,
         semantic=np.where(valid, 1, 0).astype(np.int32),
         valid_mask=valid,
+        poses=RobotPose(
+            position=np.tile(np.array([0.0, 0.0, 1.5], dtype=np.float32), (batch, 1)),
+            yaw=np.mod(yaws, 2 * np.pi).astype(np.float32),
+        ),
         step_id=step_id,
         episode_ids=np.zeros(batch, dtype=np.int64),
         timestamp=time.time(),

@@ -71,8 +71,11 @@ function onStatus(status) {
   $("sps").textContent = formatNumber(status.sps);
   $("actors").textContent = status.active_actors === null ? "–" : String(Math.round(status.active_actors));
   $("scene").textContent = status.scene ?? "–";
+  const pose = status.obs_pose
+    ? ` · (${status.obs_pose.position.map((c) => c.toFixed(1)).join(", ")}) m, ${status.obs_pose.yaw_deg}°`
+    : "";
   $("source").textContent = status.obs_source
-    ? `${status.obs_source}${status.obs_step === null ? "" : ` · step ${status.obs_step}`}`
+    ? `${status.obs_source}${status.obs_step === null ? "" : ` · step ${status.obs_step}`}${pose}`
     : "–";
   for (const [name, points] of Object.entries(status.charts)) {
     for (const chart of page.lineCharts) if (chart.accepts(name)) chart.append(name, points.t, points.v);
