@@ -8,7 +8,13 @@ from navi_environment.config import EnvironmentSettings, SensorSettings
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 from navi_environment.runtime.scene import RuntimeScene
 
-ROOM = RoomSpec(hi=(10.0, 8.0, 3.0), thin_wall_x=6.0, thin_wall_gap=(3.0, 5.0), pillars=((3.0, 4.0, 0.4),))
+ROOM = RoomSpec(
+    hi=(10.0, 8.0, 3.0),
+    thin_wall_x=6.0,
+    thin_wall_thickness=0.3,
+    thin_wall_gap=(3.0, 5.5),
+    pillars=((3.0, 4.0, 0.4),),
+)
 
 
 @pytest.fixture(scope="session")
@@ -19,5 +25,9 @@ def small_env_settings() -> EnvironmentSettings:
 
 @pytest.fixture(scope="session")
 def room() -> RuntimeScene:
-    """A 10 x 8 x 3 m room with a thin wall (with a door) and a pillar, exact SDF, resolution 32."""
-    return room_scene(ROOM, resolution=32)
+    """A 10 x 8 x 3 m room with a 0.3 m wall (with a door) and a pillar, exact SDF, resolution 64.
+
+    Resolution 64 (0.22 m voxels) so the wall is thicker than a voxel: a sub-voxel wall cannot be
+    represented by a sampled field at all.
+    """
+    return room_scene(ROOM, resolution=64)

@@ -73,6 +73,9 @@ class AutopilotSettings(SettingsGroup):
     cruise_altitude_m: float = Field(
         default=1.5, gt=0.0, description="Wanted height above the floor (mid-height under a lower ceiling)."
     )
+    open_distance_m: float = Field(
+        default=6.0, gt=0.0, description="Free space at which a direction counts as fully open."
+    )
     forward_bias: float = Field(
         default=0.35, ge=0.0, le=1.0, description="Preference for keeping the current heading (0..1)."
     )

@@ -8,8 +8,9 @@ Steering, per drone:
 
 * **free space per direction**: the nearest surface in a level elevation band for every azimuth,
   min-pooled over neighbouring azimuths so gaps narrower than the drone do not look open;
-* **frontier seeking**: head for the azimuth with the most free space, with a bias toward the
-  current heading so it does not dither; directions where the level band sees nothing at all
+* **frontier seeking**: head for the azimuth with the most free space (saturating at
+  ``open_distance_m``, so among open directions the one nearest the heading wins and the drone
+  does not dither); directions where the level band sees nothing at all
   (misses: open sky, the outside of a building) are penalised, because flying into the void
   starves the sensor and ends the episode;
 * **obstacle avoidance**: forward speed falls linearly from ``slow_distance_m`` to zero at
@@ -86,7 +87,7 @@ class Autopilot:
         """
         s = self.settings
         free = self.free_space(observation)  # [B, Az]
-        openness = free.clamp(max=self.horizon_m) / self.horizon_m
+        openness = (free / s.open_distance_m).clamp(max=1.0)  # 1 = "open enough"; blocked directions ~0
         void = 1.0 - observation[:, 2][:, :, self.band].float().mean(dim=2)  # [B, Az] share of misses
         score = openness - s.void_penalty * void + s.forward_bias * torch.cos(self.heading_error)[None, :]
         target = self.heading_error[score.argmax(dim=1)]  # [B] rad
