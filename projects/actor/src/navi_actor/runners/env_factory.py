@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from navi_actor.config import EnvironmentChoice
 from navi_actor.runners.env_protocol import VectorEnv
 from navi_actor.runners.point_env import PointGoalEnv
+
+if TYPE_CHECKING:
+    from navi_environment.config import EnvironmentSettings
 
 log = structlog.get_logger()
 
@@ -28,37 +31,58 @@ class BuiltEnvironment:
     corpus_summary: dict[str, Any] = field(default_factory=dict)
 
 
-def _default_corpus() -> Path | None:
-    """The default corpus folder, built first if missing; None lets the backend use its own setting."""
+def corpus_scenes(folder: Path) -> list[Path]:
+    """Scenes of a corpus folder: the manifest's qualified scenes, else every ``*.gmdag`` in it.
+
+    Args:
+        folder: a corpus folder.
+
+    Returns:
+        Sorted scene paths (never empty).
+
+    Raises:
+        FileNotFoundError: the folder holds no usable scene.
+    """
+    from navi_environment.corpus.manifest import ManifestError, load_manifest
+
     try:
-        from navi_environment.corpus import ensure_default_corpus  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    log.info("actor.env.corpus_check", message="locating the default corpus (built on first use)")
-    return Path(ensure_default_corpus())
+        manifest = load_manifest(folder)
+    except ManifestError:
+        scenes = sorted(folder.rglob("*.gmdag"))
+    else:
+        scenes = [folder / e.file for e in manifest.scenes if e.qualification.verdict != "FAIL"]
+    if not scenes:
+        raise FileNotFoundError(f"corpus folder {folder} holds no usable .gmdag scenes")
+    return scenes
 
 
-def _scene_paths(choice: EnvironmentChoice) -> list[Path] | None:
+def scene_paths(choice: EnvironmentChoice, env_settings: EnvironmentSettings) -> list[Path]:
+    """The scenes named by ``--gmdag-file`` / ``--corpus``, or the default corpus (built if missing)."""
     if choice.gmdag_file is not None:
         if not choice.gmdag_file.is_file():
             raise FileNotFoundError(f"--gmdag-file {choice.gmdag_file} does not exist")
         return [choice.gmdag_file]
-    folder = choice.corpus if choice.corpus is not None else _default_corpus()
-    if folder is None:
-        return None
-    scenes = sorted(Path(folder).rglob("*.gmdag"))
-    if not scenes:
-        raise FileNotFoundError(f"corpus folder {folder} holds no .gmdag scenes")
-    return scenes
+    if choice.corpus is not None:
+        return corpus_scenes(choice.corpus)
+    from navi_environment.corpus.prepare import ensure_default_corpus
+
+    log.info("actor.env.corpus_check", message="locating the default corpus (built on first use)")
+    return corpus_scenes(ensure_default_corpus(env_settings=env_settings, progress=True))
 
 
-def build_environment(choice: EnvironmentChoice, num_actors: int, device: str) -> BuiltEnvironment:
+def build_environment(
+    choice: EnvironmentChoice,
+    num_actors: int,
+    device: str,
+    env_settings: EnvironmentSettings | None = None,
+) -> BuiltEnvironment:
     """Create the environment named by ``choice``.
 
     Args:
         choice: the ``environment`` settings group.
         num_actors: B, drones stepped together.
         device: torch device string.
+        env_settings: simulator settings (default: ``EnvironmentSettings()``, i.e. ``NAVI_ENV_*``).
 
     Returns:
         :class:`BuiltEnvironment`.
@@ -75,13 +99,10 @@ def build_environment(choice: EnvironmentChoice, num_actors: int, device: str) -
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
 
-    scenes = _scene_paths(choice)
-    backend = SdfDagBackend(EnvironmentSettings(), num_actors, device=device, scene_paths=scenes)
-    names = (
-        [path.name for path in scenes]
-        if scenes is not None
-        else [str(getattr(p, "name", p)) for p in backend.scenes.corpus]
-    )
+    env_settings = env_settings or EnvironmentSettings()
+    scenes = scene_paths(choice, env_settings)
+    backend = SdfDagBackend(env_settings, num_actors, device=device, scene_paths=scenes)
+    names = [path.name for path in scenes]
     summary = {"backend": "sdfdag", "scenes": len(names), "names": names[:64]}
     log.info("actor.env.built", backend="sdfdag", scenes=len(names), actors=num_actors, device=device)
     return BuiltEnvironment(backend, summary)
