@@ -8,6 +8,8 @@ so resets fall inside sequences.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -17,11 +19,20 @@ from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 
 
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("core", TEMPORAL_CORES)
 def test_ratio_is_one_before_the_first_gradient_step(core: str) -> None:
     torch.manual_seed(0)
     env = PointGoalEnv(3, azimuth=16, elevation=8, max_steps=5)
-    policy = NaviPolicy(PolicyConfig(temporal_core=core, azimuth=16, elevation=8, ssm_chunk=4))
+    small = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16}
+    policy = NaviPolicy(PolicyConfig(temporal_core=core, azimuth=16, elevation=8, ssm_chunk=4, **small))
     storage = RolloutStorage(
         24, 3, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
     )
