@@ -42,6 +42,7 @@ class ArraySpec:
     named_axes: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
     _fixed: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
     _ranged: bool = field(init=False, repr=False, compare=False)
+    _unsigned_bound: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Precomputed once: validate() runs for every array of every decoded message.
@@ -53,6 +54,7 @@ class ArraySpec:
         fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
         object.__setattr__(self, "_fixed", fixed)
         object.__setattr__(self, "_ranged", self.finite or self.low is not None or self.high is not None)
+        object.__setattr__(self, "_unsigned_bound", _unsigned_bound(self))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
         """Validate with :meth:`validate`; no pydantic serialisation (the codec encodes arrays)."""
@@ -113,12 +115,30 @@ class ArraySpec:
         if array.dtype.kind not in "fiu":
             return
         if array.size <= _SMALL:
-            # A few elements (poses, actions): Python floats beat two ufunc calls.
+            # A few elements (poses, actions): Python floats beat two ufunc calls. The sum is one C
+            # loop and is finite exactly when every value is (float32/int values cannot overflow a
+            # float64 sum of 64 terms; a float64 overflow only sends us to the exact loop).
             values = array.ravel().tolist()
-            if not all(math.isfinite(v) for v in values):
+            if (
+                array.dtype.kind == "f"
+                and not math.isfinite(sum(values))
+                and not all(math.isfinite(v) for v in values)
+            ):
                 raise ValueError("must be finite (found NaN or infinity)")
+            if self.low is None and self.high is None:
+                return
             lowest, highest = min(values), max(values)
         else:
+            # Non-negative float32 bit patterns order like the floats; NaN, infinities and anything
+            # with the sign bit set (negatives, -0.0) read as larger than the bound. One integer
+            # pass accepts [0, high]; only a flagged array pays for the exact check below.
+            bound = self._unsigned_bound
+            if (
+                bound is not None
+                and array.dtype == _FLOAT32
+                and _maximum(array.view(np.uint32), axis=None) <= bound
+            ):
+                return
             # ufunc.reduce directly (not ndarray.min): this runs on every decoded observation.
             lowest = float(_minimum(array, axis=None))
             highest = float(_maximum(array, axis=None))
@@ -130,6 +150,17 @@ class ArraySpec:
             raise ValueError(f"must be <= {self.high}, found {highest}")
 
 
+def _unsigned_bound(spec: ArraySpec) -> int | None:
+    """float32 bit pattern of ``spec.high`` when the range is exactly [0, high] with high exact."""
+    if spec.np_dtype != _FLOAT32 or spec.low != 0.0 or spec.high is None or spec.high < 0:
+        return None
+    high = np.float32(spec.high)
+    if float(high) != spec.high or not math.isfinite(spec.high):
+        return None
+    return int(high.view(np.uint32))
+
+
+_FLOAT32 = np.dtype(np.float32)
 _SMALL = 64
 _minimum = np.minimum.reduce
 _maximum = np.maximum.reduce

@@ -32,6 +32,8 @@ from navi_contracts.codec_common import (
     write_model,
 )
 from navi_contracts.errors import ContractError
+from navi_contracts.fast_arrays import inline_data
+from navi_contracts.fast_build import fast_decode
 from navi_contracts.model_base import WireModel
 from navi_contracts.msgpack_view import MsgpackView
 from navi_contracts.settings import ContractLimits
@@ -189,6 +191,9 @@ def decode(
         )
         raw = reader.read_all()
         cls = model_class_for(raw, expected)
+        model = fast_decode(cls, raw, limits, inline_data)
+        if model is not None:
+            return model
         return decode_model(raw, cls, limits, cls.__name__, _inline_data)
     except ContractError:
         raise

@@ -28,6 +28,8 @@ from navi_contracts.codec_common import (
     write_model,
 )
 from navi_contracts.errors import ContractError
+from navi_contracts.fast_arrays import FrameClaims
+from navi_contracts.fast_build import fast_decode
 from navi_contracts.model_base import WireModel
 from navi_contracts.settings import ContractLimits
 
@@ -137,6 +139,10 @@ def decode_frames(
         raise ContractError(f"malformed metadata frame: {type(exc).__name__}: {exc}") from exc
     try:
         cls = model_class_for(raw, expected)
+        claims = FrameClaims(views[1:])
+        fast = fast_decode(cls, raw, limits, claims)
+        if fast is not None and len(claims.used) == len(views) - 1:
+            return fast
         source = _FrameSource(views[1:])
         model = decode_model(raw, cls, limits, cls.__name__, source)
     except ContractError:

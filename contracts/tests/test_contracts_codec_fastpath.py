@@ -1,0 +1,195 @@
+"""The decoder's fast path (no pydantic) accepts and rejects exactly what the slow path does.
+
+Every payload is decoded twice, with :data:`navi_contracts.fast_build.FAST_PATH_ENABLED` on and off:
+both must raise ``ContractError`` with the same message, or both return equal models with the same
+fields set, value types and read-only arrays. Payloads are valid models, and valid models with one
+field replaced (tricky scalars, array data with NaN, -0.0, values just past a bound, bool bytes 2),
+a field dropped or added, and bit flips.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from navi_contracts import ContractError, DistanceMatrix, WireModel, decode, encode, fast_build
+from navi_contracts import testing as strategies
+from navi_contracts.codec_common import default_limits
+from navi_contracts.codec_frames import decode_frames, encode_frames
+from navi_contracts.fast_arrays import inline_data
+from navi_contracts.models import MODELS
+from navi_contracts.msgpack_view import MsgpackView
+from navi_contracts.samples import sample_action, sample_distance_matrix, sample_step_result, sample_telemetry
+
+TRICKY_SCALARS = [
+    0, 1, 2, -1, 255, 2**31, 2**63 - 1, 2**63, 2**64 - 1, -(2**63), 0.0, -0.0, 1.5, 2.0, -1.0,
+    math.nan, math.inf, -math.inf, True, False, None, "", "a", "a" * 300, "actor.ok", "Bad Name",
+    [], [1, 2], [0, 4], [8, 4], [1, 2, 3], [1.0, 2.0], {}, {"a": 1.0}, {"a": 1}, {"a": "x"}, {1: 1.0},
+    b"", b"\x00" * 8,
+]  # fmt: skip
+FLOAT_VALUES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.0000001, -1.0000001, 2.0, 1e-45, -1e-45, 1e30,
+                math.nan, -math.nan, math.inf, -math.inf]  # fmt: skip
+BOOL_BYTES = [0, 1, 2, 255]
+_ADDRESS = re.compile(r"0x[0-9a-f]+")
+BASES: list[WireModel] = [
+    sample_distance_matrix(batch=2, azimuth=8, elevation=4, seed=3),
+    sample_distance_matrix(batch=1, azimuth=4, elevation=2, seed=4, with_delta=False),
+    sample_step_result(batch=2, azimuth=4, elevation=2),
+    sample_action(batch=3),
+    sample_telemetry(5),
+]
+ARRAY_BASES = BASES[:4]
+
+
+@contextmanager
+def _fast_path(enabled: bool) -> Iterator[None]:
+    saved = fast_build.FAST_PATH_ENABLED
+    fast_build.FAST_PATH_ENABLED = enabled
+    try:
+        yield
+    finally:
+        fast_build.FAST_PATH_ENABLED = saved
+
+
+def _outcome(decoder: Callable[[], WireModel], enabled: bool) -> tuple[str, Any]:
+    with _fast_path(enabled):
+        try:
+            return "ok", decoder()
+        except ContractError as exc:
+            return "error", str(exc)
+
+
+def _assert_same_model(fast: WireModel, slow: WireModel) -> None:
+    assert type(fast) is type(slow)
+    assert fast == slow
+    assert fast.model_fields_set == slow.model_fields_set
+    assert list(fast.__dict__) == list(slow.__dict__)
+    for name, value in slow.__dict__.items():
+        other = fast.__dict__[name]
+        assert type(other) is type(value), name
+        if isinstance(value, np.ndarray):
+            assert other.dtype == value.dtype and other.shape == value.shape
+            assert not other.flags.writeable and not value.flags.writeable
+        elif isinstance(value, WireModel):
+            _assert_same_model(other, value)
+
+
+def assert_paths_agree(decoder: Callable[[], WireModel]) -> str:
+    """Decode with and without the fast path; both must agree. Returns "ok" or "error"."""
+    fast, slow = _outcome(decoder, True), _outcome(decoder, False)
+    assert fast[0] == slow[0], (fast, slow)
+    if fast[0] == "error":  # memory addresses (reprs of received memoryviews) may differ
+        assert _ADDRESS.sub("0x?", fast[1]) == _ADDRESS.sub("0x?", slow[1])
+    else:
+        _assert_same_model(fast[1], slow[1])
+    return str(fast[0])
+
+
+def _plain(model: WireModel) -> dict[str, Any]:
+    """The payload as plain msgpack objects (arrays as {dtype, shape, data: bytes})."""
+    return msgpack.unpackb(encode(model))  # type: ignore[no-any-return]
+
+
+def _array_maps(plain: dict[str, Any], prefix: str = "") -> list[tuple[dict[str, Any], str]]:
+    found = []
+    for key, value in plain.items():
+        if isinstance(value, dict) and "dtype" in value and "data" in value:
+            found.append((value, prefix + key))
+        elif isinstance(value, dict) and "kind" in value:
+            found.extend(_array_maps(value, f"{prefix}{key}."))
+    return found
+
+
+@settings(max_examples=60, deadline=None)
+@given(strategies.wire_models())
+def test_valid_models_decode_identically(model: WireModel) -> None:
+    payload = encode(model)
+    frames = encode_frames(model)
+    assert assert_paths_agree(lambda: decode(payload)) == "ok"
+    assert assert_paths_agree(lambda: decode(bytearray(payload))) == "ok"  # writable buffer
+    assert assert_paths_agree(lambda: decode_frames(frames)) == "ok"
+
+
+@pytest.mark.parametrize("model_cls", MODELS)
+def test_every_model_has_a_fast_path(model_cls: type[WireModel]) -> None:
+    """A model the fast builder cannot reproduce would silently lose the speed-up."""
+    assert fast_build.builder_for(model_cls) is not None
+
+
+def test_valid_observation_takes_the_fast_path() -> None:
+    payload = encode(sample_distance_matrix(batch=2, azimuth=8, elevation=4))
+    raw = MsgpackView(memoryview(payload), 1024, 1024).read_all()
+    model = fast_build.fast_decode(DistanceMatrix, raw, default_limits(), inline_data)
+    assert model is not None and model == decode(payload)
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.sampled_from(BASES), st.data())
+def test_replaced_scalar_fields_agree(base: WireModel, data: st.DataObject) -> None:
+    plain = _plain(base)
+    targets = [plain] + [value for value in plain.values() if isinstance(value, dict) and "kind" in value]
+    target = data.draw(st.sampled_from(targets))
+    key = data.draw(st.sampled_from([*sorted(target), "unknown_field"]))
+    action = data.draw(st.sampled_from(["replace", "drop"]))
+    if action == "drop":
+        target.pop(key, None)
+    else:
+        target[key] = data.draw(st.sampled_from(TRICKY_SCALARS))
+    payload = msgpack.packb(plain, use_bin_type=True)
+    assert_paths_agree(lambda: decode(payload))
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.sampled_from(ARRAY_BASES), st.data())
+def test_replaced_array_values_agree(base: WireModel, data: st.DataObject) -> None:
+    plain = _plain(base)
+    arrays = _array_maps(plain)
+    array_map, _ = data.draw(st.sampled_from(arrays))
+    dtype = np.dtype(array_map["dtype"])
+    values = np.frombuffer(array_map["data"], dtype=dtype).copy()
+    if values.size:
+        index = data.draw(st.integers(0, values.size - 1))
+        if dtype.kind == "f":
+            values[index] = data.draw(st.sampled_from(FLOAT_VALUES))
+        elif dtype.kind == "b":
+            values.view(np.uint8)[index] = data.draw(st.sampled_from(BOOL_BYTES))
+        else:
+            values[index] = data.draw(st.sampled_from([-1, 0, 7, np.iinfo(dtype).max, np.iinfo(dtype).min]))
+    array_map["data"] = values.tobytes()
+    payload = msgpack.packb(plain, use_bin_type=True)
+    assert_paths_agree(lambda: decode(payload))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(BASES), st.data())
+def test_bit_flipped_payloads_agree(base: WireModel, data: st.DataObject) -> None:
+    flipped = bytearray(encode(base))
+    for _ in range(data.draw(st.integers(1, 3))):
+        bit = data.draw(st.integers(0, len(flipped) * 8 - 1))
+        flipped[bit // 8] ^= 1 << (bit % 8)
+    payload = bytes(flipped)
+    assert_paths_agree(lambda: decode(payload))
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [(-0.0, True), (0.0, True), (1.0, True), (1.0000001, False), (-1e-45, False), (math.nan, False),
+     (math.inf, False), (-math.inf, False)],
+)  # fmt: skip
+def test_depth_range_known_answers(value: float, accepted: bool) -> None:
+    """The one-pass integer range check must flag exactly the values the float check rejects."""
+    plain = _plain(sample_distance_matrix(batch=2, azimuth=16, elevation=8, seed=1))
+    depth = np.frombuffer(plain["depth"]["data"], dtype=np.float32).copy()  # 256 values: the large path
+    depth[77] = value
+    plain["depth"]["data"] = depth.tobytes()
+    payload = msgpack.packb(plain, use_bin_type=True)
+    assert assert_paths_agree(lambda: decode(payload)) == ("ok" if accepted else "error")
