@@ -101,29 +101,57 @@ export class LineChart {
       context.fillText("no data yet", 8, height / 2);
       return;
     }
-    const left = 52, right = width - 6, top = 16, bottom = height - 16;
+    const entries = [...this.series].map(([name, points], i) => ({
+      colour: PALETTE[i % PALETTE.length],
+      label: `${this.label(name)} ${formatNumber(points.v[points.v.length - 1])}`,
+      points,
+    }));
+    const legendRows = this.drawLegend(context, entries, width);
+    const left = 52, right = width - 6, top = 6 + 12 * legendRows, bottom = height - 16;
     const { tMin, tMax, vMin, vMax } = this.bounds();
     const x = (t) => left + ((t - tMin) / (tMax - tMin)) * (right - left);
     const y = (v) => bottom - ((v - vMin) / (vMax - vMin)) * (bottom - top);
     this.drawAxes(context, { left, right, top, bottom, tMin, tMax, vMin, vMax, y });
-    let index = 0;
-    let legendX = left;
-    for (const [name, { t, v }] of this.series) {
-      const colour = PALETTE[index % PALETTE.length];
-      index += 1;
+    for (const { colour, points: { t, v } } of entries) {
       context.strokeStyle = colour;
+      context.fillStyle = colour;
       context.lineWidth = 1.4;
+      if (t.length === 1) {
+        // One point has no line: a dot shows it exists.
+        context.beginPath();
+        context.arc(x(t[0]), y(v[0]), 2.5, 0, 2 * Math.PI);
+        context.fill();
+        continue;
+      }
       context.beginPath();
       for (let i = 0; i < t.length; i += 1) {
         if (i === 0) context.moveTo(x(t[i]), y(v[i]));
         else context.lineTo(x(t[i]), y(v[i]));
       }
       context.stroke();
-      const label = `${name.split("/").pop()} ${formatNumber(v[v.length - 1])}`;
-      context.fillStyle = colour;
-      context.fillText(label, legendX, 10);
-      legendX += context.measureText(label).width + 12;
     }
+  }
+
+  label(name) {
+    // Under a prefix chart ("reward/"), show the rest of the name ("env/collision").
+    const prefix = this.names.find((pattern) => pattern.endsWith("/") && name.startsWith(pattern));
+    return prefix ? name.slice(prefix.length) : name;
+  }
+
+  drawLegend(context, entries, width) {
+    // Wraps onto as many rows as needed; returns the row count so the plot starts below it.
+    let legendX = 52, row = 0;
+    for (const { colour, label } of entries) {
+      const labelWidth = context.measureText(label).width;
+      if (legendX + labelWidth > width - 4 && legendX > 52) {
+        legendX = 52;
+        row += 1;
+      }
+      context.fillStyle = colour;
+      context.fillText(label, legendX, 10 + 12 * row);
+      legendX += labelWidth + 12;
+    }
+    return row + 1;
   }
 
   drawAxes(context, { left, right, top, bottom, tMin, tMax, vMin, vMax, y }) {
@@ -138,7 +166,8 @@ export class LineChart {
       context.fillText(formatNumber(value), 2, y(value) + 3);
     }
     const span = tMax - tMin;
-    context.fillText(`${formatNumber(span)} s`, right - 40, bottom + 12);
+    const spanText = span < 1 ? "< 1 s" : `${formatNumber(span)} s`;
+    context.fillText(spanText, right - context.measureText(spanText).width, bottom + 12);
     context.fillText(new Date(tMax * 1000).toLocaleTimeString(), left, bottom + 12);
   }
 }
