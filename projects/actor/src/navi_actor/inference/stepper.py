@@ -1,0 +1,82 @@
+"""``PolicyStepper``: the one acting path shared by ``navi-actor infer`` and the brain service.
+
+It is the trainer's acting step (``NaviPolicy.act`` with the recurrent state and episode-start mask,
+then ``clip_action`` before physics, as in ``RolloutCollector.collect``) with the state kept between
+calls. The in-process runner and the service loops differ only in where observations come from, so
+the same checkpoint, seed and scene give the same actions on both paths.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from navi_actor.models import NaviPolicy, clip_action
+
+
+class PolicyStepper:
+    """Carries the recurrent state of ``B`` drones from one observation to the next.
+
+    Args:
+        policy: the policy (put in eval mode; never trained here).
+        num_actors: B.
+        deterministic: act with the Gaussian mean instead of sampling.
+        device: where the state lives (default: the policy's device).
+    """
+
+    def __init__(
+        self,
+        policy: NaviPolicy,
+        num_actors: int,
+        *,
+        deterministic: bool = True,
+        device: torch.device | str | None = None,
+    ) -> None:
+        if num_actors < 1:
+            raise ValueError(f"num_actors must be >= 1, got {num_actors}")
+        self.policy = policy.eval()
+        self.deterministic = deterministic
+        self.device = torch.device(device) if device is not None else next(policy.parameters()).device
+        self.num_actors = num_actors
+        self.state = policy.initial_state(num_actors, self.device)
+        self.episode_start = torch.ones(num_actors, dtype=torch.bool, device=self.device)
+
+    def reset(self, num_actors: int | None = None) -> None:
+        """Forget every drone's memory (a new batch of episodes, possibly of another size B).
+
+        Args:
+            num_actors: the new B; None keeps the current one.
+        """
+        if num_actors is not None and num_actors != self.num_actors:
+            if num_actors < 1:
+                raise ValueError(f"num_actors must be >= 1, got {num_actors}")
+            self.num_actors = num_actors
+            self.state = self.policy.initial_state(num_actors, self.device)
+            self.episode_start = torch.ones(num_actors, dtype=torch.bool, device=self.device)
+        self.episode_start.fill_(True)
+
+    @torch.inference_mode()
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """Choose the actions for one observation batch and advance the recurrent state.
+
+        Args:
+            obs: ``[B, C, Az, El]`` float32 observations (moved to the stepper's device).
+
+        Returns:
+            ``[B, 4]`` actions clipped to [-1, 1] (what physics receives), on the stepper's device.
+        """
+        if obs.shape[0] != self.num_actors:
+            raise ValueError(f"observation batch {obs.shape[0]} does not match {self.num_actors} drones")
+        acted = self.policy.act(
+            obs.to(self.device), self.state, self.episode_start, deterministic=self.deterministic
+        )
+        self.state = acted.state
+        self.episode_start = torch.zeros_like(self.episode_start)
+        return clip_action(acted.action)
+
+    def end_episodes(self, done: torch.Tensor) -> None:
+        """Mark drones whose episode ended (terminated or truncated): their state resets next act.
+
+        Args:
+            done: ``[B]`` bool (any device).
+        """
+        self.episode_start = self.episode_start | done.to(self.device, torch.bool)

@@ -1,0 +1,148 @@
+"""Rate-limited acting telemetry: ``<prefix>.stats`` events and actor 0's observation.
+
+Used by ``navi-actor infer`` (prefix ``actor.inference``) and the brain service (``actor.service``).
+Episode counts and returns accumulate on the device; the host reads them only when a stats event is
+due (about once per ``stats_seconds``), so a step costs a few tensor adds and a clock read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+import structlog
+import torch
+
+from navi_actor.telemetry import observation_message
+from navi_contracts import Publisher, TelemetryEvent, topics
+
+log = structlog.get_logger()
+
+_LATENCY_WINDOW = 2048  # recent step latencies kept for p50/p99
+
+
+class ActingTelemetry:
+    """Counts steps and episodes and publishes them without blocking the acting loop.
+
+    Args:
+        publisher: the actor PUB socket, or None to only count (and log).
+        prefix: event name prefix, e.g. ``actor.inference`` -> ``actor.inference.stats``.
+        observation_hz: rate of actor 0's observation on ``distance_matrix_v2``.
+        stats_seconds: period of the stats event (and of the ``<prefix>.stats`` log line).
+        device: where the episode accumulators live.
+        clock: monotonic clock (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        publisher: Publisher | None,
+        prefix: str,
+        *,
+        observation_hz: float = 10.0,
+        stats_seconds: float = 1.0,
+        device: torch.device | str = "cpu",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.publisher, self.prefix, self._clock = publisher, prefix, clock
+        self.observation_period = 1.0 / observation_hz
+        self.stats_seconds = stats_seconds
+        self.steps = 0  # acting steps (batches)
+        self.drone_steps = 0
+        self.episodes = 0
+        self.counters: dict[str, float] = {}
+        self._latencies: deque[float] = deque(maxlen=_LATENCY_WINDOW)
+        self._ended = torch.zeros(2, device=device)  # [count, return sum] since the last stats event
+        self._next_observation = 0.0
+        self._window_start = clock()
+        self._window_steps = 0
+
+    def record_step(self, latency_s: float, done: torch.Tensor, episode_return: torch.Tensor) -> None:
+        """Account one batched step.
+
+        Args:
+            latency_s: wall time of the step (act + environment round trip), seconds.
+            done: ``[B]`` bool, episodes that ended this step.
+            episode_return: ``[B]`` float, return of the episode that ended (read where ``done``).
+        """
+        self.steps += 1
+        self._window_steps += 1
+        self.drone_steps += int(done.shape[0])
+        self._latencies.append(latency_s)
+        done_f = done.to(self._ended.device, torch.float32)
+        returns = torch.where(done_f > 0, episode_return.to(done_f.device, torch.float32), 0.0)
+        self._ended += torch.stack([done_f.sum(), returns.sum()])
+
+    def count(self, name: str, amount: float = 1.0) -> None:
+        """Add to a named counter reported in every stats event (e.g. ``reconnects``)."""
+        self.counters[name] = self.counters.get(name, 0.0) + amount
+
+    def latency_percentiles_ms(self) -> tuple[float, float]:
+        """p50 and p99 of the recent step latencies, milliseconds (NaN before the first step)."""
+        if not self._latencies:
+            return float("nan"), float("nan")
+        p50, p99 = np.percentile(np.fromiter(self._latencies, dtype=np.float64), [50, 99]) * 1e3
+        return float(p50), float(p99)
+
+    def maybe_publish(self, obs: torch.Tensor, step_id: int) -> dict[str, float] | None:
+        """Publish actor 0's observation and the stats event when their periods have elapsed.
+
+        Args:
+            obs: ``[B, 3, Az, El]`` current observations (only row 0 is copied, only when due).
+            step_id: the step counter carried by the messages.
+
+        Returns:
+            The stats payload when one was due, else None.
+        """
+        now = self._clock()
+        if self.publisher is not None and now >= self._next_observation:
+            self._next_observation = now + self.observation_period
+            try:
+                self.publisher.publish(topics.DISTANCE_MATRIX, observation_message(obs, step_id))
+            except ValueError as error:  # a bad observation is logged, it never stops acting
+                log.warning(f"{self.prefix}.observation_rejected", reason=str(error))
+        if now - self._window_start < self.stats_seconds:
+            return None
+        return self.publish_stats(step_id, now)
+
+    def publish_stats(self, step_id: int, now: float | None = None) -> dict[str, float]:
+        """Publish (and log) the stats event now and start a new window.
+
+        Returns:
+            The payload: steps, steps_per_second, drone_steps, episodes, mean_episode_return,
+            latency_p50_ms, latency_p99_ms and the named counters.
+        """
+        now = self._clock() if now is None else now
+        ended, return_sum = self._ended.tolist()  # the one host read per stats period
+        self._ended.zero_()
+        self.episodes += int(ended)
+        elapsed = max(now - self._window_start, 1e-9)
+        p50, p99 = self.latency_percentiles_ms()
+        payload = {
+            "steps": float(self.steps),
+            "steps_per_second": self._window_steps / elapsed,
+            "drone_steps": float(self.drone_steps),
+            "episodes": float(self.episodes),
+            "mean_episode_return": return_sum / ended if ended else float("nan"),
+            "latency_p50_ms": p50,
+            "latency_p99_ms": p99,
+            **self.counters,
+        }
+        self._window_start, self._window_steps = now, 0
+        self.event("stats", step_id, payload)
+        log.info(f"{self.prefix}.stats", step_id=step_id, **{k: round(v, 3) for k, v in payload.items()})
+        return payload
+
+    def event(self, name: str, step_id: int, payload: dict[str, float]) -> None:
+        """Publish ``<prefix>.<name>`` with ``payload`` (no-op without a publisher)."""
+        if self.publisher is None:
+            return
+        message = TelemetryEvent(
+            event_type=f"{self.prefix}.{name}",
+            source="actor",
+            step_id=step_id,
+            payload=payload,
+            timestamp=time.time(),
+        )
+        self.publisher.publish(topics.TELEMETRY_EVENT, message)

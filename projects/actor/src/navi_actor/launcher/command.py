@@ -1,0 +1,125 @@
+"""``navi-stack``: the environment server, the brain (and the dashboard) as one supervised stack."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from navi_actor.launcher.child import ChildSpec
+
+_ENV_ENTRY = "import sys; from navi_environment.cli import main; sys.exit(main())"
+
+
+def stack_specs(
+    settings: Any, *, gmdag_file: Path | None, corpus: Path | None, actors: int
+) -> list[ChildSpec]:
+    """The command lines of the stack's children, in start order.
+
+    Args:
+        settings: resolved ``BrainSettings`` (``service`` and ``launcher`` groups).
+        gmdag_file: one scene for the environment server.
+        corpus: a corpus folder for the environment server.
+        actors: drones the environment simulates.
+
+    Returns:
+        ``env``, ``brain`` and, when asked and installed, ``dashboard``.
+    """
+    service = settings.service
+    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--pub", "--rep", "--actors", str(actors)]
+    if service.mode == "async":
+        env_argv += ["--mode", "async"]
+    if gmdag_file is not None:
+        env_argv += ["--gmdag-file", str(gmdag_file)]
+    if corpus is not None:
+        env_argv += ["--corpus", str(corpus)]
+    brain_argv = [
+        sys.executable,
+        "-m",
+        "navi_actor.service",
+        "--mode",
+        service.mode,
+        "--sub",
+        service.sub_endpoint,
+        "--pub",
+        service.pub_endpoint,
+        "--step-endpoint",
+        service.step_endpoint,
+        "--deterministic" if service.deterministic else "--stochastic",
+    ]
+    if service.checkpoint is not None:
+        brain_argv += ["--checkpoint", str(service.checkpoint)]
+    specs = [ChildSpec("env", env_argv), ChildSpec("brain", brain_argv)]
+    if settings.launcher.with_dashboard:
+        if importlib.util.find_spec("navi_dashboard") is None:
+            click.echo("navi-stack: navi-dashboard is not installed; running without it", err=True)
+        else:
+            specs.append(ChildSpec("dashboard", [sys.executable, "-m", "navi_dashboard"]))
+    return specs
+
+
+@click.command("navi-stack", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--with-dashboard/--no-dashboard", default=None, help="Also run navi-dashboard.")
+@click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="One scene.")
+@click.option(
+    "--corpus", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Corpus folder."
+)
+@click.option("--actors", type=int, default=4, show_default=True, help="Drones the environment simulates.")
+@click.option("--mode", type=click.Choice(["step", "async"]), help="Brain mode (default step).")
+@click.option(
+    "--checkpoint",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Policy checkpoint (default: the registry's latest model).",
+)
+@click.option("--deterministic/--stochastic", default=None, help="Brain acts with the mean, or samples.")
+@click.option(
+    "--on-exit",
+    type=click.Choice(["restart", "stop"]),
+    help="When a process exits by itself: restart it (default) or stop the whole stack.",
+)
+def main(
+    *,
+    with_dashboard: bool | None,
+    gmdag_file: Path | None,
+    corpus: Path | None,
+    actors: int,
+    mode: str | None,
+    checkpoint: Path | None,
+    deterministic: bool | None,
+    on_exit: str | None,
+) -> None:
+    """Run navi-environment serve + the brain (+ navi-dashboard) together; Ctrl+C stops them all.
+
+    Output of every process is shown with an [env] / [brain] / [dashboard] prefix. A process that
+    exits by itself is restarted with a back-off (the brain re-synchronises with a restarted
+    environment); one that keeps failing stops the stack. --on-exit stop stops everything instead.
+    """
+    from navi_actor.launcher.supervisor import Supervisor
+    from navi_actor.service.command import build_brain_settings
+    from navi_contracts.logging import configure_logging
+
+    if gmdag_file is not None and corpus is not None:
+        raise click.UsageError("give at most one of --gmdag-file and --corpus")
+    if actors < 1:
+        raise click.UsageError("--actors must be >= 1")
+    settings = build_brain_settings(
+        service={"mode": mode, "checkpoint": checkpoint, "deterministic": deterministic},
+        launcher={"with_dashboard": with_dashboard, "on_exit": on_exit},
+    )
+    configure_logging(settings.log_level, settings.log_json)
+    specs = stack_specs(settings, gmdag_file=gmdag_file, corpus=corpus, actors=actors)
+    click.echo(f"navi-stack: starting {', '.join(spec.name for spec in specs)} (Ctrl+C stops all)", err=True)
+    launcher = settings.launcher
+    supervisor = Supervisor(
+        specs,
+        on_exit=launcher.on_exit,
+        max_restarts=launcher.max_restarts,
+        restart_window_s=launcher.restart_window_s,
+        grace_s=launcher.grace_s,
+    )
+    code = supervisor.run()
+    click.echo(f"navi-stack: stopped (status {code})", err=True)
+    sys.exit(code)

@@ -1,0 +1,88 @@
+"""``run_brain``: open the sockets, pick the mode, serve, close everything on the way out.
+
+The actor PUB is bound before anything else so subscribers (dashboard, recorders, tests) can connect
+while the policy loads. With ``wait_for_subscribers`` the service waits for them with the XPUB
+readiness handshake (never a sleep) before its first action, so nothing is published into the void.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import ExitStack
+from pathlib import Path
+
+import structlog
+import torch
+
+from navi_actor.inference.policy_source import resolve_policy_source
+from navi_actor.inference.telemetry import ActingTelemetry
+from navi_actor.service.async_loop import AsyncModeLoop
+from navi_actor.service.brain_core import BrainCore
+from navi_actor.service.config import BrainSettings
+from navi_actor.service.step_loop import StepModeLoop
+from navi_contracts import Publisher, ReqClient, Subscriber, topics
+
+log = structlog.get_logger()
+
+
+def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Event | None = None) -> int:
+    """Serve the policy until ``stop`` is set, ``service.total_steps`` is reached or Ctrl+C.
+
+    Args:
+        settings: resolved settings (``service`` group, ``policy``, ``train.device``).
+        artifacts_dir: where the model registry lives (``<artifacts>/models``).
+        stop: optional event another thread sets to end the service.
+
+    Returns:
+        The number of acting steps taken.
+
+    Raises:
+        navi_actor.checkpoints.CheckpointError: the checkpoint cannot be read (at start-up).
+        navi_contracts.PeerTimeoutError: ``wait_for_subscribers`` was not met in time.
+        KeyboardInterrupt: Ctrl+C (sockets are closed first).
+    """
+    config = settings.service
+    stop = stop or threading.Event()
+    device = torch.device(settings.train.device)
+    with ExitStack() as sockets:
+        publisher = sockets.enter_context(Publisher(config.pub_endpoint))
+        log.info("actor.service.publishing", endpoint=config.pub_endpoint, mode=config.mode)
+        source = resolve_policy_source(config.checkpoint, artifacts_dir / "models")
+        core = BrainCore(
+            source,
+            settings.policy_config(),
+            device=device,
+            deterministic=config.deterministic,
+            seed=config.seed,
+        )
+        telemetry = ActingTelemetry(
+            publisher,
+            "actor.service",
+            observation_hz=settings.telemetry.observation_hz,
+            stats_seconds=config.stats_seconds,
+            device=device,
+        )
+        if config.wait_for_subscribers:
+            publisher.wait_for_subscribers(
+                topics.ACTION, count=config.wait_for_subscribers, timeout_ms=config.subscriber_wait_ms
+            )
+        loop: StepModeLoop | AsyncModeLoop
+        if config.mode == "step":
+            client = sockets.enter_context(
+                ReqClient(
+                    config.step_endpoint,
+                    timeout_ms=config.request_timeout_ms,
+                    retries=config.request_retries,
+                )
+            )
+            log.info("actor.service.stepping", endpoint=config.step_endpoint, policy_id=core.policy_id)
+            loop = StepModeLoop(core, client, publisher, telemetry, config)
+        else:
+            subscriber = sockets.enter_context(
+                Subscriber(config.sub_endpoint, [topics.DISTANCE_MATRIX], latest_only=True)
+            )
+            log.info("actor.service.subscribed", endpoint=config.sub_endpoint, policy_id=core.policy_id)
+            loop = AsyncModeLoop(core, subscriber, publisher, telemetry, config)
+        steps = loop.run(stop)
+        log.info("actor.service.stopped", steps=steps, mode=config.mode)
+        return steps

@@ -1,0 +1,131 @@
+"""``navi-actor serve`` (and bare ``brain``): the policy as a ZeroMQ service.
+
+Flags map onto :class:`~navi_actor.service.config.ServiceConfig` fields (``NAVI_ACTOR_SERVICE__*``)
+and are passed as init kwargs, so a flag beats the environment, which beats the root ``.env``.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+
+def build_brain_settings(**groups: dict[str, Any]) -> Any:
+    """``BrainSettings`` from CLI values (None values dropped), errors as a readable ClickException."""
+    from navi_actor.service.config import BrainSettings
+
+    kwargs: dict[str, Any] = {
+        name: kept
+        for name, values in groups.items()
+        if (kept := {key: value for key, value in values.items() if value is not None})
+    }
+    try:
+        return BrainSettings(**kwargs)
+    except ValidationError as error:
+        lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in error.errors()]
+        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
+
+
+def start_process(settings: Any) -> None:
+    """Entry-point setup: logging, torch threads, and SIGTERM behaving like Ctrl+C."""
+    import torch
+
+    from navi_contracts.logging import configure_logging
+
+    configure_logging(settings.log_level, settings.log_json)
+    if settings.train.torch_threads is not None:
+        torch.set_num_threads(settings.train.torch_threads)
+
+    def _interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    if sys.platform == "win32":  # the launcher stops children with CTRL_BREAK_EVENT there
+        signal.signal(getattr(signal, "SIGBREAK", signal.SIGTERM), _interrupt)
+
+
+def artifacts_dir(settings: Any) -> Path:
+    """``train.artifacts_dir`` or the repository's ``artifacts/``."""
+    from navi_contracts.paths import artifacts_root
+
+    return settings.train.artifacts_dir or artifacts_root()
+
+
+@click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--mode", type=click.Choice(["step", "async"]), help="step (default): drive the env over REQ.")
+@click.option("--sub", "sub_endpoint", help="Environment PUB to subscribe to (default tcp://localhost:5559).")
+@click.option("--pub", "pub_endpoint", help="Actor PUB to bind (default tcp://*:5557).")
+@click.option("--step-endpoint", help="Environment REP for step mode (default tcp://localhost:5560).")
+@click.option(
+    "--checkpoint",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Policy checkpoint (default: the registry's latest model, else a fresh policy with a warning).",
+)
+@click.option(
+    "--deterministic/--stochastic", default=None, help="Act with the mean, or sample (default: sample)."
+)
+@click.option("--seed", type=int, help="Seed of the first environment reset (default 0).")
+@click.option("--total-steps", type=int, help="Stop after this many acting steps (default: until Ctrl+C).")
+@click.option("--request-timeout-ms", type=int, help="Step mode: wait per environment reply (default 2000).")
+@click.option(
+    "--wait-for-subscribers", type=int, help="Wait for this many subscribers on the actor PUB first."
+)
+@click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ...")
+@click.option("--torch-threads", type=int, help="torch intra-op threads.")
+def serve(
+    *,
+    mode: str | None,
+    sub_endpoint: str | None,
+    pub_endpoint: str | None,
+    step_endpoint: str | None,
+    checkpoint: Path | None,
+    deterministic: bool | None,
+    seed: int | None,
+    total_steps: int | None,
+    request_timeout_ms: int | None,
+    wait_for_subscribers: int | None,
+    device: str | None,
+    torch_threads: int | None,
+) -> None:
+    """Serve the policy beside `navi-environment serve` (Ctrl+C to stop).
+
+    Step mode resets the environment, then for every observation batch acts with the drones'
+    recurrent memory (reset per drone at episode end), publishes the Action on the actor PUB and
+    sends it as a StepRequest; if the environment goes away it re-synchronises with a reset once it
+    is back. Async mode acts on the latest published observation and publishes actions for an
+    environment that steps on them. Telemetry: actor.service.* events and actor 0's observation.
+    """
+    from navi_actor.checkpoints import CheckpointError
+    from navi_actor.service.brain import run_brain
+    from navi_contracts import PeerTimeoutError
+
+    settings = build_brain_settings(
+        service={
+            "mode": mode,
+            "sub_endpoint": sub_endpoint,
+            "pub_endpoint": pub_endpoint,
+            "step_endpoint": step_endpoint,
+            "checkpoint": checkpoint,
+            "deterministic": deterministic,
+            "seed": seed,
+            "total_steps": total_steps,
+            "request_timeout_ms": request_timeout_ms,
+            "wait_for_subscribers": wait_for_subscribers,
+        },
+        train={"device": device, "torch_threads": torch_threads},
+    )
+    start_process(settings)
+    try:
+        steps = run_brain(settings, artifacts_dir(settings))
+    except KeyboardInterrupt:
+        click.echo("brain: interrupted, sockets closed", err=True)
+        sys.exit(130)
+    except (CheckpointError, PeerTimeoutError, ValueError) as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"brain: stopped after {steps} steps", err=True)

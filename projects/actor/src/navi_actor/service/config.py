@@ -1,0 +1,67 @@
+"""Settings of the brain service (``NAVI_ACTOR_SERVICE__*``) and :class:`BrainSettings`.
+
+``BrainSettings`` is :class:`~navi_actor.config.ActorSettings` with the ``service`` and ``inference``
+groups added, so ``serve`` and ``infer`` read the same ``NAVI_ACTOR_`` prefix, device and policy
+settings as the trainer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from navi_actor.config import ActorSettings
+from navi_actor.inference.config import InferenceConfig
+from navi_actor.launcher.config import LauncherConfig
+from navi_contracts.settings import SettingsGroup
+
+
+class ServiceConfig(SettingsGroup):
+    """The brain service: sockets, mode, policy and failure handling."""
+
+    mode: Literal["step", "async"] = Field(
+        default="step",
+        description="step: drive the environment over REQ/REP; async: act on published observations.",
+    )
+    sub_endpoint: str = Field(
+        default="tcp://localhost:5559", description="Environment PUB to subscribe to (observations)."
+    )
+    pub_endpoint: str = Field(default="tcp://*:5557", description="Actor PUB bind: actions + telemetry.")
+    step_endpoint: str = Field(default="tcp://localhost:5560", description="Environment REP (step mode).")
+    checkpoint: Path | None = Field(
+        default=None, description="Policy checkpoint (default: the registry's latest, else a fresh policy)."
+    )
+    deterministic: bool = Field(default=False, description="Act with the Gaussian mean instead of sampling.")
+    seed: int = Field(default=0, description="Seed of the first environment reset (+1 per re-sync).")
+    request_timeout_ms: int = Field(
+        default=2000, gt=0, description="Step mode: wait for each environment reply, ms."
+    )
+    request_retries: int = Field(default=1, ge=0, description="Step mode: re-sends before a re-sync.")
+    resend_ms: int = Field(
+        default=500,
+        gt=0,
+        description="Async mode: re-publish the last action when no newer observation came in this long.",
+    )
+    silence_warning_ms: int = Field(
+        default=3000, gt=0, description="Async mode: warn when no observation arrived for this long."
+    )
+    stats_seconds: float = Field(default=1.0, gt=0.0, description="Period of the actor.service.stats event.")
+    wait_for_subscribers: int = Field(
+        default=0, ge=0, description="Wait for this many subscribers on the actor PUB before acting."
+    )
+    subscriber_wait_ms: int = Field(
+        default=10_000, gt=0, description="How long to wait for them before failing, ms."
+    )
+    total_steps: int | None = Field(
+        default=None, gt=0, description="Stop after this many acting steps (null: serve until Ctrl+C)."
+    )
+
+
+class BrainSettings(ActorSettings):
+    """``ActorSettings`` plus the ``service``, ``inference`` and ``launcher`` groups (``NAVI_ACTOR_``)."""
+
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    inference: InferenceConfig = Field(default_factory=InferenceConfig)
+    launcher: LauncherConfig = Field(default_factory=LauncherConfig)
