@@ -10,7 +10,13 @@ import pytest
 from navi_environment.gmdag.format import LEAF_FLAG, GmdagAsset
 from navi_environment.gmdag.halffloat import float32_to_half_bits, half_bits_to_float32
 from navi_environment.gmdag.reader import decode_gmdag, load_gmdag
-from navi_environment.gmdag.sample import cell_centres, query_points, sample_dense, void_distance
+from navi_environment.gmdag.sample import (
+    cell_centres,
+    query_points,
+    sample_dense,
+    sample_dense_refined,
+    void_distance,
+)
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag, encode_gmdag, write_gmdag
 
 SQRT3 = math.sqrt(3.0)
@@ -236,3 +242,22 @@ def test_nan_distance_and_bad_box_are_rejected() -> None:
         compile_sdf_to_gmdag(np.ones((4, 4, 4), np.float32), semantic, np.zeros(3), 0.0)
     with pytest.raises(ValueError, match="bmin"):
         compile_sdf_to_gmdag(np.ones((4, 4, 4), np.float32), semantic, np.array([0, np.inf, 0]), 0.1)
+
+
+@pytest.mark.parametrize("coarse", [None, 4])
+def test_refined_dense_is_a_tight_lower_bound(sphere_grid_factory, coarse: int | None) -> None:  # type: ignore[no-untyped-def]
+    sdf, semantic, bmin, voxel = sphere_grid_factory(resolution=32, voxel=0.25, radius=1.0)
+    if coarse is None:
+        asset = compile_sdf_to_gmdag(sdf, semantic, bmin, voxel)
+    else:  # a foreign file with conservative coarse leaves must stay safe too
+        pool = _reference_pool(sdf, semantic, voxel, coarse)
+        asset = GmdagAsset(resolution=32, bmin=bmin, voxel_size=voxel, nodes=pool, source="foreign")
+    plain, _ = sample_dense(asset)
+    refined, refined_semantic = sample_dense_refined(asset)
+    assert (refined <= sdf + 2e-3).all(), "refinement overstated a distance"
+    assert (refined >= plain).all()
+    if coarse is None:
+        assert (sdf - refined).max() <= 2 * voxel < (sdf - plain).max()
+    coarse_grid, _ = sample_dense_refined(asset, 8)
+    assert (coarse_grid <= sdf.reshape(8, 4, 8, 4, 8, 4).min(axis=(1, 3, 5)) + 2e-3).all()
+    np.testing.assert_array_equal(refined_semantic, sample_dense(asset)[1])

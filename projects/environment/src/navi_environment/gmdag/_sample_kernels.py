@@ -128,18 +128,21 @@ def subtree_summary(
 
 
 @nb.njit(cache=True, nogil=True)
-def fill_dense(
-    nodes: np.ndarray, table: np.ndarray, resolution: int, level: int, voxel: float
+def fill_dense(  # noqa: PLR0917 - numba kernels take positional arrays
+    nodes: np.ndarray, table: np.ndarray, resolution: int, level: int, voxel: float, void: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Evaluate the DAG on a (level, level, level) grid of cells of ``resolution // level`` voxels.
 
     A leaf or void block covering whole cells fills them with its value; an inner node exactly one
     cell big is summarised by :func:`subtree_summary` (conservative minimum).
 
+    ``void`` ((level, level, level) bool, filled in place) marks cells covered by a void octant.
+
     Returns:
         (level, level, level) float32 distances and uint16 semantic ids.
     """
     cell = resolution // level
+    void[:, :, :] = False
     out_sdf = np.empty((level, level, level), dtype=np.float32)
     out_sem = np.zeros((level, level, level), dtype=np.uint16)
     stack = np.empty((_STACK, 5), dtype=np.int64)  # node, size, x, y, z (voxel units)
@@ -175,7 +178,13 @@ def fill_dense(
                 rank += 1
             else:
                 bound = void_distance(half, voxel)
-                _fill_block(out_sdf, out_sem, cx // cell, cy // cell, cz // cell, half // cell, bound, 0)
+                span = half // cell
+                _fill_block(out_sdf, out_sem, cx // cell, cy // cell, cz // cell, span, bound, 0)
+                void[
+                    cx // cell : cx // cell + span,
+                    cy // cell : cy // cell + span,
+                    cz // cell : cz // cell + span,
+                ] = True
     return out_sdf, out_sem
 
 
