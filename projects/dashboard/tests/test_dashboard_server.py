@@ -217,3 +217,16 @@ def test_port_in_use_is_a_clear_error(kit) -> None:
                     pass
 
     asyncio.run(scenario())
+
+
+def test_websocket_from_another_site_is_refused(kit) -> None:
+    async def scenario() -> None:
+        async with kit.running_dashboard(kit.settings()) as (url, _s, _a), aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await http.ws_connect(url + "ws", origin="http://evil.example")
+            assert refused.value.status == 403
+            host = url.removeprefix("http://").rstrip("/")
+            async with http.ws_connect(url + "ws", origin=f"http://{host}") as ws:
+                assert (await ws.receive_json(timeout=5))["type"] == "hello"
+
+    asyncio.run(scenario())

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import WSMsgType, web
@@ -150,8 +151,20 @@ async def _api_frame(request: web.Request) -> web.Response:
     return web.Response(body=hub.latest_png, content_type="image/png", headers={"Cache-Control": "no-store"})
 
 
+def _same_origin(request: web.Request) -> bool:
+    """Browsers let any site open a websocket to localhost; only our own page may (it can fly).
+
+    Non-browser clients send no ``Origin`` and are allowed.
+    """
+    origin = request.headers.get("Origin")
+    return origin is None or urlsplit(origin).netloc == request.host
+
+
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
     """One tab: the hub sends; this loop reads held keys and reports bad messages back."""
+    if not _same_origin(request):
+        log.warning("dashboard.client.foreign_origin", origin=request.headers.get("Origin"))
+        raise web.HTTPForbidden(text="websocket connections are only accepted from the dashboard's own page")
     ws = web.WebSocketResponse(heartbeat=20.0, max_msg_size=MAX_CLIENT_MESSAGE_BYTES)
     await ws.prepare(request)
     hub = request.app[HUB]
