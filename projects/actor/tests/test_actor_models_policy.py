@@ -136,3 +136,8 @@ def test_bad_observation_shape_is_a_clear_error() -> None:
     policy = small_policy("rayvit", "gru")
     with pytest.raises(ValueError, match="does not match"):
         policy.act(torch.rand(2, 3, 16, 8), policy.initial_state(2), torch.zeros(2, dtype=torch.bool))
+
+
+def test_spherical_cnn_needs_stride_compatible_sensor() -> None:
+    with pytest.raises(ValidationError, match="divisible by 16"):
+        PolicyConfig(encoder_backend="spherical_cnn", azimuth=200, elevation=48)

@@ -48,7 +48,7 @@ class PolicyConfig(BaseModel):
     vit_layers: int = Field(default=2, gt=0, description="rayvit: transformer layers.")
     vit_heads: int = Field(default=4, gt=0, description="rayvit: attention heads.")
     vit_mlp_ratio: int = Field(default=2, gt=0, description="rayvit: MLP hidden width / token width.")
-    cnn_width: int = Field(default=24, gt=0, description="spherical_cnn: stem channels (doubles twice).")
+    cnn_width: int = Field(default=32, gt=0, description="spherical_cnn: stem channels (doubles twice).")
 
     ssm_state: int = Field(default=16, gt=0, description="mamba cores: SSM state size N.")
     ssm_expand: int = Field(default=2, gt=0, description="mamba cores: inner width / embed_dim.")
@@ -80,6 +80,11 @@ class PolicyConfig(BaseModel):
                 )
             if self.vit_dim % 4 or self.vit_dim % self.vit_heads:
                 raise ValueError("vit_dim must be a multiple of 4 and of vit_heads")
+        if self.encoder_backend == "spherical_cnn" and (self.azimuth % 16 or self.elevation % 4):
+            raise ValueError(
+                f"spherical_cnn needs azimuth ({self.azimuth}) divisible by 16 (its total stride, so "
+                f"the azimuth wrap stays exact) and elevation ({self.elevation}) divisible by 4"
+            )
         inner = self.ssm_expand * self.embed_dim
         if self.temporal_core == "mamba2" and inner % self.ssm_head_dim:
             raise ValueError(f"mamba2 needs ssm_expand*embed_dim ({inner}) divisible by ssm_head_dim")

@@ -54,11 +54,13 @@ class SphericalCNNEncoder(nn.Module):
     def __init__(self, cfg: PolicyConfig) -> None:
         super().__init__()
         width = cfg.cnn_width
-        self.stem = nn.Conv2d(cfg.in_channels, width, 3, stride=2)
+        # Patchify stem (4x4, stride 4, no overlap, so no padding needed): the full-resolution stage
+        # would dominate CPU time (memory-bound depthwise passes on 256x48 maps) for little gain.
+        self.stem = nn.Conv2d(cfg.in_channels, width, kernel_size=4, stride=4)
         self.blocks = nn.Sequential(
+            SphericalSeparableBlock(width, width, stride=1),
             SphericalSeparableBlock(width, 2 * width, stride=2),
             SphericalSeparableBlock(2 * width, 4 * width, stride=2),
-            SphericalSeparableBlock(4 * width, 4 * width, stride=2),
             SphericalSeparableBlock(4 * width, 4 * width, stride=1),
         )
         channels = 4 * width
@@ -72,7 +74,7 @@ class SphericalCNNEncoder(nn.Module):
 
     def feature_map(self, obs: torch.Tensor) -> torch.Tensor:
         """Feature map before pooling: ``[B, C, Az, El]`` -> ``[B, 4*width, Az/16, El']``."""
-        return self.blocks(nnf.gelu(self.stem(pad_spherical(obs, 1))))
+        return self.blocks(nnf.gelu(self.stem(obs)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Encode a batch of observations.
