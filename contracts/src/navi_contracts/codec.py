@@ -27,6 +27,7 @@ from navi_contracts.codec_common import (
     as_contract_error,
     decode_model,
     default_limits,
+    flat_bytes,
     model_class_for,
     wire_array,
     write_model,
@@ -45,47 +46,59 @@ _INLINE_BYTES = 4096  # arrays this small go through the packer; a separate join
 
 
 class _PieceWriter(ArrayWriter):
-    """Collects msgpack framing from a Packer and raw array buffers, then joins them once.
+    """Collects msgpack framing and raw array buffers, then joins them once.
 
     Large arrays start at an 8-byte aligned offset of the payload: numpy's vectorised reductions
     (the range checks every receiver runs) are several times slower on unaligned views. The
-    padding is made of valid, merely non-minimal msgpack headers (see :func:`_array_header`).
+    padding is made of valid, merely non-minimal msgpack headers (see :func:`_aligned_header`).
     """
 
     def __init__(self) -> None:
-        self.packer = msgpack.Packer(autoreset=False, use_bin_type=True)
+        super().__init__()
         self._pieces: list[Any] = []
         self._offset = 0  # bytes in self._pieces
 
     def write_array(self, array: np.ndarray) -> None:
         contiguous = wire_array(array)
-        # [...] -> [n bytes]: a flat byte view that the packer or bytes.join copies directly.
-        flat = contiguous.reshape(-1).view(np.uint8).data
-        packer = self.packer
-        if len(flat) < _INLINE_BYTES:
-            packer.pack_map_header(3)
-            packer.pack("dtype")
-            packer.pack(contiguous.dtype.str)
-            packer.pack("shape")
-            packer.pack(list(contiguous.shape))
-            packer.pack("data")
-            packer.pack(flat)
+        flat = flat_bytes(contiguous)
+        nbytes = len(flat)
+        if nbytes < _INLINE_BYTES:
+            self.framing += _small_array_header(contiguous.dtype, contiguous.shape, nbytes)
+            self.framing += flat
             return
-        self._flush()
-        header = _array_header(contiguous.dtype.str, contiguous.shape, len(flat), self._offset)
-        self._pieces.append(header)
-        self._pieces.append(flat)
-        self._offset += len(header) + len(flat)
-
-    def _flush(self) -> None:
-        framing = self.packer.bytes()
-        self.packer.reset()
+        framing = self.framing
+        framing += _aligned_header(
+            contiguous.dtype, contiguous.shape, nbytes, (self._offset + len(framing)) % _ALIGN
+        )
         self._pieces.append(framing)
-        self._offset += len(framing)
+        self._pieces.append(flat)
+        self._offset += len(framing) + nbytes
+        self.framing = bytearray()
 
     def finish(self) -> bytes:
-        self._flush()
+        self._pieces.append(self.framing)
         return b"".join(self._pieces)
+
+
+@lru_cache(maxsize=512)
+def _small_array_header(dtype: np.dtype[Any], shape: tuple[int, ...], nbytes: int) -> bytes:
+    """Minimal ``{"dtype", "shape", "data": bin-header}`` for an inline array (data follows)."""
+    packer = msgpack.Packer(use_bin_type=True)
+    if nbytes < 0x100:
+        bin_header = bytes((0xC4, nbytes))
+    else:
+        bin_header = struct.pack(">BH", 0xC5, nbytes) if nbytes < 0x10000 else _BIN32.pack(0xC6, nbytes)
+    return b"".join(
+        (
+            packer.pack_map_header(3),
+            packer.pack("dtype"),
+            packer.pack(dtype.str),
+            packer.pack("shape"),
+            packer.pack(list(shape)),
+            packer.pack("data"),
+            bin_header,
+        )
+    )
 
 
 _ALIGN = 8
@@ -104,13 +117,10 @@ def _str_header(extra: int, size: int) -> bytes:
     return struct.pack(">BH", 0xDA, size) if extra == 2 else struct.pack(">BI", 0xDB, size)
 
 
-def _array_header(dtype: str, shape: tuple[int, ...], nbytes: int, offset: int) -> bytes:
-    """``{"dtype", "shape", "data": bin32-header}`` such that the data lands 8-byte aligned."""
-    return _aligned_header(dtype, shape, nbytes, offset % _ALIGN)
-
-
 @lru_cache(maxsize=512)  # a stream repeats a handful of (dtype, shape) pairs: build each header once
-def _aligned_header(dtype: str, shape: tuple[int, ...], nbytes: int, misalignment: int) -> bytes:
+def _aligned_header(dtype_: np.dtype[Any], shape: tuple[int, ...], nbytes: int, misalignment: int) -> bytes:
+    """``{"dtype", "shape", "data": bin32-header}`` such that the data lands 8-byte aligned."""
+    dtype = dtype_.str
     shape_items = b"".join(msgpack.packb(size) for size in shape)
     plain = 1 + 6 + 1 + len(dtype) + 6 + 1 + len(shape_items) + 5 + 5
     dtype_extra, shape16, key8 = _PADDING[-(misalignment + plain) % _ALIGN]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
 
+import msgpack
 import numpy as np
 
 from navi_contracts.arrays import ArraySpec
@@ -66,9 +67,18 @@ def as_byte_view(data: Any) -> memoryview:
 
 
 class ArrayWriter:
-    """A msgpack Packer plus a policy for where array bytes go."""
+    """Collects msgpack framing bytes; subclasses decide where array bytes go.
 
-    packer: Any
+    Framing is appended to ``framing`` (a bytearray: appending is cheaper than packer calls) with
+    per-class precomputed keys; only scalar values go through the C packer (``pack``).
+    """
+
+    framing: bytearray
+    pack: Callable[[Any], bytes]
+
+    def __init__(self) -> None:
+        self.framing = bytearray()
+        self.pack = msgpack.Packer(use_bin_type=True).pack
 
     def write_array(self, array: np.ndarray) -> None:
         """Write the map describing ``array`` (and place its bytes)."""
@@ -84,27 +94,49 @@ def wire_array(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
 
 
+def flat_bytes(array: np.ndarray) -> memoryview:
+    """A C-contiguous array's bytes as a flat byte view (no copy). [...] -> [n bytes]."""
+    if array.size:
+        return array.data.cast("B")
+    return memoryview(b"")  # memoryview.cast refuses zeros in the shape
+
+
+_SCALAR, _ARRAY, _NESTED = 0, 1, 2
+
+
+@cache
+def _encode_plan(cls: type[WireModel]) -> tuple[bytes, tuple[tuple[bytes, str, int], ...]]:
+    """(map header + kind entry, ((packed key, field name, role), ...)) for ``cls``, built once."""
+    packer = msgpack.Packer(use_bin_type=True)
+    fields = cls.model_fields
+    prefix = packer.pack_map_header(1 + len(fields)) + packer.pack("kind") + packer.pack(cls.WIRE_KIND)
+    specs, nested = array_specs(cls), nested_models(cls)
+    plan = tuple(
+        (packer.pack(name), name, _ARRAY if name in specs else _NESTED if name in nested else _SCALAR)
+        for name in fields
+    )
+    return prefix, plan
+
+
 def write_model(writer: ArrayWriter, model: WireModel) -> None:
     """Write ``model`` as ``{"kind", <fields>...}``, recursing into nested models."""
     cls = type(model)
     if not isinstance(model, WireModel) or not cls.WIRE_KIND:
         raise ContractError(f"can only encode wire models, got {cls.__name__}")
-    specs, nested = array_specs(cls), nested_models(cls)
-    packer = writer.packer
-    packer.pack_map_header(1 + len(cls.model_fields))
-    packer.pack("kind")
-    packer.pack(cls.WIRE_KIND)
-    for name in cls.model_fields:
-        value = getattr(model, name)
-        packer.pack(name)
+    prefix, plan = _encode_plan(cls)
+    writer.framing += prefix
+    values = model.__dict__
+    for key, name, role in plan:
+        value = values[name]
+        writer.framing += key  # re-read each time: write_array may start a new framing buffer
         if value is None:
-            packer.pack(None)
-        elif name in specs:
+            writer.framing += b"\xc0"
+        elif role == _ARRAY:
             writer.write_array(value)
-        elif name in nested:
+        elif role == _NESTED:
             write_model(writer, value)
         else:
-            packer.pack(value)
+            writer.framing += writer.pack(value)
 
 
 # --------------------------------------------------------------------------- decoding

@@ -10,6 +10,7 @@ wire format of the socket helpers remains the single payload.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, TypeVar, overload
 
 import msgpack
@@ -23,6 +24,7 @@ from navi_contracts.codec_common import (
     as_contract_error,
     decode_model,
     default_limits,
+    flat_bytes,
     model_class_for,
     wire_array,
     write_model,
@@ -46,20 +48,19 @@ _FRAME_KEYS = frozenset(("dtype", "shape", "frame"))
 
 class _FrameWriter(ArrayWriter):
     def __init__(self) -> None:
-        self.packer = msgpack.Packer(autoreset=False, use_bin_type=True)
+        super().__init__()
         self.buffers: list[memoryview] = []
 
     def write_array(self, array: np.ndarray) -> None:
         contiguous = wire_array(array)
-        packer = self.packer
-        packer.pack_map_header(3)
-        packer.pack("dtype")
-        packer.pack(contiguous.dtype.str)
-        packer.pack("shape")
-        packer.pack(list(contiguous.shape))
-        packer.pack("frame")
-        packer.pack(len(self.buffers))
-        self.buffers.append(contiguous.reshape(-1).view(np.uint8).data)  # [...] -> [n bytes], no copy
+        self.framing += _frame_array_header(contiguous.dtype, contiguous.shape, len(self.buffers))
+        self.buffers.append(flat_bytes(contiguous))  # no copy
+
+
+@lru_cache(maxsize=512)
+def _frame_array_header(dtype: np.dtype[Any], shape: tuple[int, ...], index: int) -> bytes:
+    """``{"dtype", "shape", "frame": index}``, packed once per distinct triple."""
+    return msgpack.packb({"dtype": dtype.str, "shape": list(shape), "frame": index})  # type: ignore[no-any-return]
 
 
 def encode_frames(model: WireModel) -> list[Frame]:
@@ -73,7 +74,7 @@ def encode_frames(model: WireModel) -> list[Frame]:
     """
     writer = _FrameWriter()
     write_model(writer, model)
-    return [writer.packer.bytes(), *writer.buffers]
+    return [bytes(writer.framing), *writer.buffers]
 
 
 class _FrameSource:
