@@ -52,8 +52,17 @@ def test_intrinsic_reward_is_normalised_by_running_std() -> None:
         reward = rnd.intrinsic_reward(scene_obs(seed, 8))
     assert reward.shape == (8,) and (reward >= 0).all()
     assert 0.1 < reward.mean().item() < 10.0  # in units of the running std, whatever the raw scale
-    stats = rnd.reward_stats
-    torch.testing.assert_close(reward, rnd._error(rnd._normalised(rnd._pooled(scene_obs(19, 8)))) / stats.std)
+    expected = rnd._error(rnd._normalised(rnd._pooled(scene_obs(19, 8)))) / rnd.reward_stats.std
+    torch.testing.assert_close(reward, expected.clamp_max(5.0))
+
+
+def test_first_reward_is_bounded_despite_empty_statistics() -> None:
+    """One drone, first step: the batch variance is 0; the floor and clip keep the reward sane."""
+    torch.manual_seed(0)
+    rnd = RandomNetworkDistillation(RndConfig(), AZ, EL)
+    first = rnd.intrinsic_reward(scene_obs(0, 1))
+    assert torch.isfinite(first).all() and 0 < first.item() <= 5.0
+    assert rnd.reward_scale() >= 0.1 * rnd.reward_stats.mean
 
 
 def test_running_mean_std_matches_batch_statistics() -> None:

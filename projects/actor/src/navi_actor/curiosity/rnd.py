@@ -9,7 +9,10 @@ networks tiny MLPs (~0.5 MFLOP per sample), negligible next to the policy on two
 The semantic channel is left out: its ids are labels, not magnitudes.
 
 The intrinsic reward is the squared prediction error divided by the running standard deviation
-of past errors (not mean-centred, so it stays non-negative). The novelty *weight* is annealed by
+of past errors (not mean-centred, so it stays non-negative). Two guards keep early or degenerate
+statistics from producing reward spikes that would swamp the PPO advantages: the std is floored at
+``std_floor`` times the running mean error (with few or near-identical samples the variance is ~0),
+and the result is clipped at ``reward_clip``. The novelty *weight* is annealed by
 the reward shaper (:class:`navi_actor.curiosity.schedule.LinearAnneal`).
 """
 
@@ -35,6 +38,8 @@ class RndConfig(BaseModel):
     output: int = Field(default=64, gt=0, description="Output width of target and predictor.")
     learning_rate: float = Field(default=1e-4, gt=0, description="Adam learning rate of the predictor.")
     obs_clip: float = Field(default=5.0, gt=0, description="Clip of normalised inputs (in std units).")
+    std_floor: float = Field(default=0.1, ge=0, description="Floor of the reward std, times the mean error.")
+    reward_clip: float = Field(default=5.0, gt=0, description="Clip of the normalised intrinsic reward.")
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -95,7 +100,11 @@ class RandomNetworkDistillation(nn.Module):
         error = self._error(self._normalised(pooled))
         if update_stats:
             self.reward_stats.update(error)
-        return error / self.reward_stats.std
+        return (error / self.reward_scale()).clamp_max(self.cfg.reward_clip)
+
+    def reward_scale(self) -> torch.Tensor:
+        """Running std of the errors, floored at ``std_floor`` x their running mean (0-d)."""
+        return torch.maximum(self.reward_stats.std, self.cfg.std_floor * self.reward_stats.mean)
 
     def update(self, obs: torch.Tensor) -> torch.Tensor:
         """One predictor gradient step on ``obs [N, 3, Az, El]``; returns the loss (0-d, detached)."""
