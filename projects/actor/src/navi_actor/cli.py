@@ -109,6 +109,7 @@ def main() -> None:
 @click.option(
     "--total-steps", type=int, help="Environment steps (all drones) to train; default: until Ctrl+C."
 )
+@click.option("--max-minutes", type=float, help="Stop after this many minutes of training.")
 @click.option("--rollout-length", type=int, help="Steps per drone between updates (default 128).")
 @click.option("--encoder-backend", help="Observation encoder: rayvit (default) or spherical_cnn.")
 @click.option("--temporal-core", help="Recurrent core: mamba2 (default), gru or mambapy.")
@@ -127,6 +128,7 @@ def main() -> None:
 def train(
     *,
     total_steps: int | None,
+    max_minutes: float | None,
     rollout_length: int | None,
     encoder_backend: str | None,
     temporal_core: str | None,
@@ -152,6 +154,7 @@ def train(
     values = _common_settings(
         **env_options,
         train__total_steps=total_steps,
+        train__max_minutes=max_minutes,
         train__seed=seed,
         rollout__rollout_length=rollout_length,
         checkpoint__every_steps=checkpoint_every,

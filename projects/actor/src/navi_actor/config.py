@@ -106,6 +106,9 @@ class TrainConfig(SettingsGroup):
     total_steps: int | None = Field(
         default=None, gt=0, description="Environment steps (all drones) to train for; null = until Ctrl+C."
     )
+    max_minutes: float | None = Field(
+        default=None, gt=0.0, description="Stop after this much wall-clock training time; null = no limit."
+    )
     device: str = Field(default="cpu", description="torch device: cpu, cuda, cuda:1, ...")
     seed: int = Field(default=0, description="Seed for torch, the environment and minibatch shuffles.")
     reward_ema_alpha: float = Field(

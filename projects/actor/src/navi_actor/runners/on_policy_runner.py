@@ -150,13 +150,15 @@ class OnPolicyRunner:
 
     def run_training(self) -> TrainSummary:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint."""
-        total = self.settings.train.total_steps
+        total, max_minutes = self.settings.train.total_steps, self.settings.train.max_minutes
         clock, lap = Stopwatch(), Stopwatch()
         steps, updates, interrupted = 0, 0, False
         promoted: list[RegistryEntry] = []
         next_progress = 0.0
         try:
-            while total is None or steps < total:
+            while (total is None or steps < total) and (
+                max_minutes is None or clock.total() < 60 * max_minutes
+            ):
                 stats = self.collector.collect(self.settings.rollout.gamma, self.settings.rollout.gae_lambda)
                 result = self.learner.update(
                     self.storage, self.shuffle, self.shaping.auxiliary_step, on_minibatch=self._heartbeat

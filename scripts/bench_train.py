@@ -1,0 +1,158 @@
+"""End-to-end throughput of the default trainer, and the PPO update's FLOP efficiency.
+
+Prints ONE JSON line. The run is the default trainer (default policy: rayvit + mamba2, 4 drones,
+256x48 sensor, default rollout and PPO settings) stepping ``SdfDagBackend`` in-process on one scene
+(``--gmdag-file``, else the default corpus, built first if missing). After one warm-up iteration
+(numba compilation, allocator warm-up) ``--iterations`` collect+update iterations are timed:
+
+* ``steps_per_second``: environment steps (all drones) per wall-clock second, end to end;
+* ``split``: seconds in the environment, the policy forward while acting, the PPO update, other;
+* ``update_flops_per_second`` / ``matmul_flops_per_second`` / ``update_efficiency``: FLOPs of the
+  update (counted once with ``torch.utils.flop_counter.FlopCounterMode`` for one minibatch and scaled
+  by the minibatches run) per process-CPU second, against dense float32 matmul FLOPs per
+  process-CPU second measured in the same process with the same thread count. CPU time rather than
+  wall time keeps the ratio meaningful on a shared machine.
+
+Targets (2 CPU cores): >= 50 steps/s end to end; update efficiency >= 0.40.
+
+    uv run python scripts/bench_train.py [--gmdag-file F] [--iterations 2] [--threads 2] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from navi_actor.config import ActorSettings
+from navi_actor.runners.env_factory import build_environment
+from navi_actor.runners.on_policy_runner import OnPolicyRunner
+
+TARGET_STEPS_PER_SECOND = 50.0
+TARGET_EFFICIENCY = 0.40
+
+
+def matmul_flops_per_cpu_second(size: int = 512, repeats: int = 20) -> float:
+    """Best dense float32 ``size x size`` matmul rate in FLOPs per process-CPU second."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        for _ in range(repeats):
+            torch.mm(a, b)
+        best = min(best, (time.process_time() - started) / repeats)
+    return 2 * size**3 / best
+
+
+def minibatch_flops(runner: OnPolicyRunner) -> int:
+    """FLOPs of one minibatch's policy re-evaluation, losses and backward pass (no optimiser step)."""
+    batch = next(runner.storage.sequence_minibatches(runner.settings.ppo.num_minibatches))
+    with FlopCounterMode(display=False) as counter:
+        evaluation = runner.policy.evaluate_sequences(
+            batch.obs, batch.actions, batch.state0, batch.episode_starts
+        )
+        loss = -(evaluation.log_prob * batch.advantages).mean() + evaluation.value.square().mean()
+        loss = loss - evaluation.entropy.mean()
+        loss.backward()
+    runner.policy.zero_grad(set_to_none=True)
+    return int(counter.get_total_flops())
+
+
+def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
+    """One collect + update, timed in wall and process-CPU seconds."""
+    rollout = runner.settings.rollout
+    wall, cpu = time.perf_counter(), time.process_time()
+    stats = runner.collector.collect(rollout.gamma, rollout.gae_lambda)
+    collect_wall = time.perf_counter() - wall
+    update_wall, update_cpu = time.perf_counter(), time.process_time()
+    result = runner.learner.update(runner.storage, runner.shuffle, runner.shaping.auxiliary_step)
+    return {
+        "steps": stats.env_steps,
+        "wall": time.perf_counter() - wall,
+        "cpu": time.process_time() - cpu,
+        "collect": collect_wall,
+        "env": stats.timings.get("env", 0.0),
+        "policy": stats.timings.get("policy", 0.0) + stats.timings.get("bootstrap", 0.0),
+        "shaping": stats.timings.get("shaping", 0.0),
+        "update": time.perf_counter() - update_wall,
+        "update_cpu": time.process_time() - update_cpu,
+        "minibatches": result.epochs_run * runner.settings.ppo.num_minibatches,
+    }
+
+
+@click.command()
+@click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None)
+@click.option("--iterations", type=int, default=2, show_default=True, help="Timed collect+update rounds.")
+@click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--temporal-core", default=None, help="Override the default core (e.g. gru).")
+def main(
+    gmdag_file: Path | None, iterations: int, threads: int | None, device: str, temporal_core: str | None
+) -> None:
+    """Measure the default trainer end to end and print one JSON line."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    values: dict[str, Any] = {
+        "temporal_core": temporal_core,
+        "environment": {"gmdag_file": gmdag_file},
+        "train": {"device": device},
+        "telemetry": {"enabled": False},
+        "checkpoint": {"auto_resume": False, "auto_promote": False},
+    }
+    settings = ActorSettings(**values)
+    built = build_environment(settings.environment, settings.rollout.num_actors, device)
+    runner = OnPolicyRunner(settings, built, artifacts_dir=Path(tempfile.mkdtemp(prefix="navi-bench-")))
+    timed_iteration(runner)  # warm-up: numba compilation, first allocations
+    rounds = [timed_iteration(runner) for _ in range(iterations)]
+    per_minibatch = minibatch_flops(runner)
+    matmul_rate = matmul_flops_per_cpu_second()
+    total = {key: sum(r[key] for r in rounds) for key in rounds[0]}
+    update_rate = per_minibatch * total["minibatches"] / max(total["update_cpu"], 1e-9)
+    steps_per_second = total["steps"] / total["wall"]
+    policy_cfg = runner.policy.cfg
+    print(
+        json.dumps(
+            {
+                "benchmark": "train",
+                "steps_per_second": round(steps_per_second, 2),
+                "steps_per_cpu_second": round(total["steps"] / total["cpu"], 2),
+                "target_steps_per_second": TARGET_STEPS_PER_SECOND,
+                "split_seconds": {
+                    "env": round(total["env"], 3),
+                    "policy_forward": round(total["policy"], 3),
+                    "shaping": round(total["shaping"], 3),
+                    "ppo_update": round(total["update"], 3),
+                    "other": round(
+                        total["wall"] - total["env"] - total["policy"] - total["shaping"] - total["update"], 3
+                    ),
+                },
+                "update_flops_per_minibatch": per_minibatch,
+                "update_flops_per_second": round(update_rate),
+                "matmul_flops_per_second": round(matmul_rate),
+                "update_efficiency": round(update_rate / matmul_rate, 4),
+                "target_update_efficiency": TARGET_EFFICIENCY,
+                "env_steps_timed": int(total["steps"]),
+                "actors": built.env.num_actors,
+                "observation_shape": list(built.env.observation_shape),
+                "encoder_backend": policy_cfg.encoder_backend,
+                "temporal_core": policy_cfg.temporal_core,
+                "rollout_length": settings.rollout.rollout_length,
+                "torch_threads": torch.get_num_threads(),
+                "device": device,
+                "machine": platform.machine(),
+                "cpu_count": __import__("os").cpu_count(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
