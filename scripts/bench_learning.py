@@ -45,9 +45,8 @@ def backend(scenes: list[Path], actors: int, episode_steps: int | None) -> Any:
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
 
-    settings = (
-        EnvironmentSettings(episode={"max_steps": episode_steps}) if episode_steps else EnvironmentSettings()
-    )
+    overrides: dict[str, Any] = {"episode": {"max_steps": episode_steps}} if episode_steps else {}
+    settings = EnvironmentSettings(**overrides)
     return SdfDagBackend(settings, actors, scene_paths=scenes)
 
 
