@@ -119,7 +119,6 @@ class SdfDagBackend:
         self._allocate(B)
         cone = math.cos(math.radians(settings.physics.forward_cone_deg))
         ahead = self.tracer.dirs_local[:, 0] >= cone
-        self._forward_mask = ahead.float()
         self._forward_rays = ahead.nonzero().squeeze(1)
         self._generator = torch.Generator(device=self.device)
         self._needs_reset = True
@@ -173,26 +172,28 @@ class SdfDagBackend:
         forward_clear = forward_clear * self.settings.sensor.horizon_m
         self.smoothed, executed = self.kinematics.command(actions, self.smoothed, forward_clear)
         displacement, new_yaw = self.kinematics.displacement(executed, self.yaw)
+        voxel = self._normal_step()
         moved = move_with_collisions(
             self.tracer, self.position, displacement, self.clearance, self.atlas_ids,
             radius=self.settings.physics.drone_radius_m, dt=self.kinematics.dt,
-            normal_step=self._normal_step(),
+            normal_step=voxel, skin=2.0 * self.settings.tracer.hit_epsilon_voxels * voxel,
         )  # fmt: skip
         speed = (moved.position - self.position).norm(dim=1) / self.kinematics.dt
         self.position, self.yaw, self.clearance = moved.position, new_yaw, moved.clearance
-        self.tracer.trace_sensor(self.position, self.yaw, self.atlas_ids, self.obs)
+        horizon = self.settings.sensor.horizon_m
+        nearest, hit_share = self.tracer.trace_sensor(
+            self.position, self.yaw, self.atlas_ids, self.obs, copy_to=self.final_obs
+        )
         reward, terms, _ = self.rewards.compute(
-            RewardInputs(self.obs, self.position, self.yaw, self.spawn, moved.collided, moved.impact_speed,
-                         self._forward_mask, self.settings.sensor.horizon_m)
+            RewardInputs(self.obs, nearest * horizon, hit_share, self.position, self.yaw, self.spawn,
+                         moved.collided, moved.impact_speed, self._forward_rays, horizon)
         )  # fmt: skip
         self.reward.copy_(reward)
         self.episodes.advance(reward)
-        starvation = 1.0 - self.obs[:, 2].reshape(self.num_actors, -1).mean(dim=1)
-        terminated, truncated = self.episodes.end_flags(starvation, self._outside())
+        terminated, truncated = self.episodes.end_flags(1.0 - hit_share, self._outside())
         self.terminated.copy_(terminated)
         self.truncated.copy_(truncated)
         self._fill_info(terms, moved.collided, speed)
-        self.final_obs.copy_(self.obs)
         ended = (terminated | truncated).nonzero().squeeze(1)
         if ended.numel():
             self._end_episodes(ended)
@@ -260,9 +261,8 @@ class SdfDagBackend:
         clearance = self.tracer.query(spawn, ids)
         self.clearance[rows] = clearance
         first = torch.empty((rows.shape[0], *self.observation_shape), device=self.device)
-        self.tracer.trace_sensor(spawn, yaw, ids, first)
-        self.obs[rows] = first
-        depth_min = first[:, 0].reshape(rows.shape[0], -1).amin(dim=1) * self.settings.sensor.horizon_m
-        self.rewards.reset_rows(rows, depth_min)
+        nearest, _ = self.tracer.trace_sensor(spawn, yaw, ids, first)
+        self.obs[rows] = first  # final_obs keeps the ended episode's last observation
+        self.rewards.reset_rows(rows, nearest * self.settings.sensor.horizon_m)
         self.episodes.length[rows] = 0
         self.episodes.episode_return[rows] = 0.0

@@ -52,6 +52,11 @@ class TracerSettings(BaseModel):
         default=192, ge=8, le=4096, description="March iterations per ray before giving up."
     )
     threads: int = Field(default=0, ge=0, description="numba threads; 0 keeps numba's default (all cores).")
+    threading_layer: Literal["workqueue", "omp", "tbb", "default"] = Field(
+        default="workqueue",
+        description="numba threading layer. workqueue threads sleep between kernels instead of spinning, "
+        "which keeps torch's own thread pool fast on small CPUs (NUMBA_THREADING_LAYER wins if set).",
+    )
 
 
 class SceneSettings(BaseModel):

@@ -1,9 +1,10 @@
 """Collision response: sweep the drone's sphere along its displacement, stop at the surface, slide.
 
 The sweep is a ray cast against the surface inflated by the drone radius (same hit rules as the
-sensor), so a drone can never tunnel through a wall the sensor sees. A drone that is already
-closer than its radius (spawned tight, or after a slide) sweeps against its current clearance
-instead, so it can always move away from a wall but never further into it.
+sensor), so a drone can never tunnel through a wall the sensor sees. The sweep's surface sits a
+thin ``skin`` inside the drone's current clearance, so a drone resting against a wall can always
+move along it or away from it. A move that would end closer than ``radius - 2*skin`` and closer
+than before is refused (the drone stays put), so pushing into a wall never creeps through it.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def move_with_collisions(
     radius: float,
     dt: float,
     normal_step: float,
+    skin: float,
 ) -> CollisionResult:
     """Move drones by ``displacement``, stopping (then sliding) at surfaces.
 
@@ -79,13 +81,14 @@ def move_with_collisions(
         scene_ids: [B] int32 atlas ids.
         radius: drone radius, metres. dt: step seconds (for the impact speed).
         normal_step: finite-difference step for surface normals (about one voxel).
+        skin: metres kept between sweep starts and the inflated surface (a few hit epsilons).
 
     Returns:
         The :class:`CollisionResult`.
     """
     length = displacement.norm(dim=1)
     direction = displacement / length.clamp(min=1e-9)[:, None]
-    offset = torch.minimum(torch.full_like(clearance, radius), 0.9 * clearance.clamp(min=0.0))
+    offset = (torch.clamp(clearance, max=radius) - skin).clamp(min=0.0)
     t, hit = tracer.cast(position, direction, length, offset, scene_ids)
     collided = hit & (length > 0)
     contact = position + direction * t[:, None]
@@ -99,9 +102,14 @@ def move_with_collisions(
     # The slide is swept too: an endpoint check alone could tunnel through a thin wall.
     slide_length = torch.where(collided, tangential.norm(dim=1), torch.zeros_like(length))
     slide_direction = tangential / tangential.norm(dim=1, keepdim=True).clamp(min=1e-9)
-    t_slide, _ = tracer.cast(contact, slide_direction, slide_length, offset, scene_ids)
+    t_slide, _ = tracer.cast(
+        contact, slide_direction, slide_length, (offset - skin).clamp(min=0.0), scene_ids
+    )
     final = contact + slide_direction * t_slide[:, None]
     final_clearance = tracer.query(final, scene_ids)
+    refused = (final_clearance < radius - 2.0 * skin) & (final_clearance < clearance)
+    final = torch.where(refused[:, None], position, final)
+    final_clearance = torch.where(refused, clearance, final_clearance)
     return CollisionResult(
         position=final, collided=collided, impact_speed=impact_speed, clearance=final_clearance
     )

@@ -17,7 +17,8 @@ Terms (unweighted forms):
 * proximity: ``-clamp(1 - clearance / proximity_m, 0, 1)``.
 * structure_band: 1 while the nearest surface is within [band_low_m, band_high_m].
 * forward_structure: share of the forward cone that hits something within band_high_m.
-* inspection: share of rays hitting closer than inspection_range_m, when the heading is new.
+* inspection: share of the forward cone hitting closer than inspection_range_m, when the
+  heading is new in this cell (looking at nearby structure from a new side).
 * collision: ``-(collision_base + impact_speed / max_forward_mps)`` on a collision.
 
 Visit memory is a per-drone hashed table (``VISIT_SLOTS`` cells): hash collisions can only make a
@@ -53,20 +54,24 @@ class RewardInputs:
 
     Attributes:
         obs: [B,3,Az,El] observation at the new pose.
+        nearest_m: [B] distance of the nearest hit over all rays (horizon if none), metres.
+        hit_share: [B] share of rays that hit something within the horizon.
         position: [B,3] new positions. yaw: [B] new headings.
         spawn: [B,3] episode start positions.
         collided: [B] bool. impact_speed: [B] m/s.
-        forward_mask: [Az*El] float 0/1, rays inside the forward cone.
+        forward_rays: [F] long indices of the rays inside the forward cone (flattened Az*El).
         horizon: sensor range, metres.
     """
 
     obs: torch.Tensor
+    nearest_m: torch.Tensor
+    hit_share: torch.Tensor
     position: torch.Tensor
     yaw: torch.Tensor
     spawn: torch.Tensor
     collided: torch.Tensor
     impact_speed: torch.Tensor
-    forward_mask: torch.Tensor
+    forward_rays: torch.Tensor
     horizon: float
 
 
@@ -109,13 +114,11 @@ class Rewards:
         """
         s = self.settings
         B = inputs.obs.shape[0]
-        depth_m = inputs.obs[:, 0].reshape(B, -1) * inputs.horizon  # [B, R]; misses read as horizon
-        valid = inputs.obs[:, 2].reshape(B, -1)
-        clearance = depth_m.amin(dim=1)
+        clearance = inputs.nearest_m
+        # [B, R] -> [B, F]: only the forward cone is read; misses read as the horizon
+        ahead_m = inputs.obs[:, 0].reshape(B, -1)[:, inputs.forward_rays] * inputs.horizon
         new_cell, new_heading = self._visit(inputs.position, inputs.yaw)
-        fmask = inputs.forward_mask
-        f_count = fmask.sum().clamp(min=1.0)
-        frontier = ((depth_m >= 0.5 * inputs.horizon).float() @ fmask) / f_count
+        frontier = (ahead_m >= 0.5 * inputs.horizon).float().mean(dim=1)
         gate = (clearance >= s.min_clearance_m).float()
         exploration = gate * (new_cell + 0.5 * new_heading + 0.25 * frontier)
         distance = (inputs.position - inputs.spawn).norm(dim=1)
@@ -124,12 +127,12 @@ class Rewards:
         progress = gain * (clearance / s.proximity_m).clamp(0.0, 1.0)
         clearance_delta = (clearance - self.prev_clearance).clamp(-1.0, 1.0)
         self.prev_clearance = clearance
-        starvation = valid.mean(dim=1) - 1.0
+        starvation = inputs.hit_share - 1.0
         proximity = -(1.0 - clearance / s.proximity_m).clamp(0.0, 1.0)
         band = ((clearance >= s.band_low_m) & (clearance <= s.band_high_m)).float()
-        ahead_hits = ((depth_m <= s.band_high_m) & (valid > 0)).float()
-        forward_structure = (ahead_hits @ fmask) / f_count
-        near = ((depth_m <= s.inspection_range_m) & (valid > 0)).float().mean(dim=1)
+        # misses read as the horizon, so "closer than X" (X < horizon) already implies a hit
+        forward_structure = (ahead_m <= s.band_high_m).float().mean(dim=1)
+        near = (ahead_m <= s.inspection_range_m).float().mean(dim=1)
         inspection = near * new_heading
         collision = -(s.collision_base + inputs.impact_speed / self.max_forward) * inputs.collided.float()
         terms = torch.stack(

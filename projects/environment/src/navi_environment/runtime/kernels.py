@@ -179,17 +179,22 @@ def march_packet(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915
 
 @njit(parallel=True, cache=True, fastmath=_FAST)
 def trace_sensor(  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    origins, yaw, scene_ids, dirs_local, horizon, out,
+    origins, yaw, scene_ids, dirs_local, horizon, out, out_copy, stats,
     scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
     eps_vox, min_step_vox, max_steps,
 ):  # fmt: skip
-    """Trace every drone's spherical sensor into ``out``.
+    """Trace every drone's spherical sensor into ``out`` (and ``out_copy``).
 
     Args:
         origins: [B,3] f32 drone positions. yaw: [B] f32 heading (rad, about +z).
         scene_ids: [B] i32 atlas scene of each drone. dirs_local: [R,3] f32 unit rays, drone frame.
         horizon: sensor range, metres.
         out: [B,3,R] f32, written: depth/horizon (1 on a miss), semantic id, valid (0/1).
+        out_copy: [B,3,R] f32 second destination written with the same values (the backend's
+            ``final_obs``; pass ``out`` again for none). Writing twice here is cheaper than a copy.
+        stats: [B,P,2] f32, P = ceil(R / PACKET): per packet, the nearest normalised depth and
+            the number of hits. Reducing these [B,P] partials instead of the full [B,R]
+            observation keeps per-step torch reductions tiny (no thread-pool wake-ups).
     """
     B = origins.shape[0]
     R = dirs_local.shape[0]
@@ -223,16 +228,26 @@ def trace_sensor(  # type: ignore[no-untyped-def]  # noqa: PLR0917
             scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
             eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out,
         )  # fmt: skip
+        nearest = 1.0
+        hits = 0
         for lane in range(n):
             r = first + lane
+            depth, sem, valid = 1.0, 0.0, 0.0
             if hit_out[lane]:
-                out[b, 0, r] = min(t_out[lane] * inv_h, 1.0)
-                out[b, 1, r] = sem_out[lane]
-                out[b, 2, r] = 1.0
-            else:
-                out[b, 0, r] = 1.0
-                out[b, 1, r] = 0.0
-                out[b, 2, r] = 0.0
+                depth = min(t_out[lane] * inv_h, 1.0)
+                sem = float(sem_out[lane])
+                valid = 1.0
+                hits += 1
+            nearest = min(nearest, depth)
+            out[b, 0, r] = depth
+            out[b, 1, r] = sem
+            out[b, 2, r] = valid
+            out_copy[b, 0, r] = depth
+            out_copy[b, 1, r] = sem
+            out_copy[b, 2, r] = valid
+        packet = job - b * packets_per_drone
+        stats[b, packet, 0] = nearest
+        stats[b, packet, 1] = hits
 
 
 @njit(cache=True, fastmath=_FAST, nogil=True)

@@ -7,6 +7,7 @@ on CPU the numba kernels read and write them through zero-copy numpy views.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Literal
 
 import numba
@@ -42,6 +43,19 @@ def sensor_directions(azimuth_bins: int, elevation_bins: int) -> np.ndarray:
     return dirs.reshape(-1, 3).astype(np.float32)
 
 
+def configure_numba(tracer: TracerSettings) -> None:
+    """Apply the numba threading layer (effective until the first parallel launch) and thread count.
+
+    Why: with the OpenMP layer, numba's and torch's OpenMP pools spin after each parallel region and
+    starve each other on a 2-core machine (a 0.02 ms reduction took 20 ms). ``NUMBA_THREADING_LAYER``
+    in the environment wins over the setting.
+    """
+    if "NUMBA_THREADING_LAYER" not in os.environ and tracer.threading_layer != "default":
+        _numba_config.THREADING_LAYER = tracer.threading_layer
+    if tracer.threads:
+        numba.set_num_threads(min(tracer.threads, _numba_config.NUMBA_NUM_THREADS))
+
+
 def resolve_kernel(choice: str, device: torch.device) -> Literal["numba", "torch"]:
     """``auto`` -> numba on CPU, torch elsewhere; numba on a non-CPU device is an error."""
     if choice == "auto":
@@ -75,10 +89,11 @@ class Tracer:
         self._rules_kw: dict[str, Any] = {
             "eps_vox": self.rules[0], "min_step_vox": self.rules[1], "max_steps": self.rules[2],
         }  # fmt: skip
-        if tracer.threads and self.kernel == "numba":
-            numba.set_num_threads(min(tracer.threads, _numba_config.NUMBA_NUM_THREADS))
+        if self.kernel == "numba":
+            configure_numba(tracer)
         self._dirs_np = sensor_directions(sensor.azimuth_bins, sensor.elevation_bins)
         self.dirs_local = torch.from_numpy(self._dirs_np).to(self.device)
+        self._stats = torch.empty(0, 0, 2)
         self.set_atlas(atlas)
 
     def set_atlas(self, atlas: SceneAtlas) -> None:
@@ -88,25 +103,37 @@ class Tracer:
         self._atlas_t = atlas.torch_arrays(self.device) if self.kernel == "torch" else {}
 
     def trace_sensor(
-        self, origins: torch.Tensor, yaw: torch.Tensor, scene_ids: torch.Tensor, out: torch.Tensor
-    ) -> torch.Tensor:
-        """Trace every drone's sensor into ``out``.
+        self,
+        origins: torch.Tensor,
+        yaw: torch.Tensor,
+        scene_ids: torch.Tensor,
+        out: torch.Tensor,
+        copy_to: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Trace every drone's sensor into ``out`` (and ``copy_to``).
 
         Args:
             origins: [B,3] f32 positions. yaw: [B] f32 headings. scene_ids: [B] int32 atlas ids.
             out: [B,3,Az,El] f32 destination (contiguous): depth/horizon, semantic, valid.
+            copy_to: optional second [B,3,Az,El] destination receiving the same values.
 
         Returns:
-            ``out``.
+            ``(nearest [B], hit_share [B])``: the smallest normalised depth of each drone (1 when
+            nothing is hit) and the share of its rays that hit something.
         """
         B = origins.shape[0]
+        R = self.dirs_local.shape[0]
+        second = out if copy_to is None else copy_to
         if self.kernel == "numba":
+            packets = -(-R // kernels.PACKET)
+            if self._stats.shape[:2] != (B, packets):
+                self._stats = torch.empty(B, packets, 2)
             _trace_sensor_kernel(
                 origins.numpy(), yaw.numpy(), scene_ids.numpy(), self._dirs_np, self.horizon,
-                out.numpy().reshape(B, 3, -1), *self._atlas_args, *self.rules,
+                out.numpy().reshape(B, 3, -1), second.numpy().reshape(B, 3, -1), self._stats.numpy(),
+                *self._atlas_args, *self.rules,
             )  # fmt: skip
-            return out
-        R = self.dirs_local.shape[0]
+            return self._stats[:, :, 0].amin(dim=1), self._stats[:, :, 1].sum(dim=1) / R
         c, s = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
         lx, ly, lz = self.dirs_local[:, 0][None], self.dirs_local[:, 1][None], self.dirs_local[:, 2][None]
         dirs = torch.stack([c * lx - s * ly, s * lx + c * ly, lz.expand(B, R)], dim=-1).reshape(-1, 3)
@@ -120,7 +147,9 @@ class Tracer:
         flat[:, 0] = torch.where(hit, (t / self.horizon).clamp(max=1.0), 1.0).view(B, R)
         flat[:, 1] = sem.to(out.dtype).view(B, R)
         flat[:, 2] = hit.to(out.dtype).view(B, R)
-        return out
+        if copy_to is not None:
+            copy_to.copy_(out)
+        return flat[:, 0].amin(dim=1), flat[:, 2].mean(dim=1)
 
     def cast(
         self,
