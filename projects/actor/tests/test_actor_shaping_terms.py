@@ -58,7 +58,9 @@ def test_config_is_frozen_and_validated() -> None:
 
 def test_reward_shaper_penalises_loops_and_rewards_novelty() -> None:
     torch.manual_seed(0)
-    cfg = ShapingConfig(memory=EpisodicMemoryConfig(exclusion_window=1, write_every=1, age_decay=1.0))
+    cfg = ShapingConfig(
+        memory=EpisodicMemoryConfig(exclusion_window=1, write_every=1, age_decay=1.0, center_momentum=0.0)
+    )
     shaper = RewardShaper(cfg, num_drones=2, embed_dim=8, azimuth=32, elevation=8)
     obs = torch.rand(2, 3, 32, 8)
     places = torch.eye(8)[:2]  # drone 0 at place 0, drone 1 at place 1

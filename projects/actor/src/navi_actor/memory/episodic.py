@@ -14,8 +14,12 @@ Rules, each a deliberate choice:
   the oldest entry is overwritten (ring). Cost per step is one ``[B, C, D] x [B, D]`` product.
 * **Temporal decay**: the similarity to an entry is scaled by ``age_decay ** age`` (age in
   entries, newest = 0) so revisiting a place seen long ago costs less than dithering back and forth.
-* **One normalisation**: the embedding is L2-normalised once; the same tensor is used for the
-  query and for the insert of that step.
+* **Centring**: embeddings share a large common component (at initialisation the cosine between
+  two unrelated scenes is ~0.98), which would make every step look like a loop. The memory keeps
+  an exponential moving average of all drones' embeddings (momentum ``center_momentum``; 0 turns
+  centring off) and compares ``embedding - mean``: unrelated places then score ~0 and revisits ~1.
+* **One normalisation**: the embedding is centred and L2-normalised once; the same tensor is used
+  for the query and for the insert of that step.
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ class EpisodicMemoryConfig(BaseModel):
     exclusion_window: int = Field(default=8, ge=0, description="Most recent entries ignored by queries.")
     write_every: int = Field(default=4, gt=0, description="Write one entry every n-th step of an episode.")
     age_decay: float = Field(default=0.995, gt=0, le=1, description="Similarity decay per entry of age.")
+    center_momentum: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="EMA momentum of the embedding mean removed before cosine; 0: off.",
+    )
 
 
 class EpisodicMemory:
@@ -49,6 +59,8 @@ class EpisodicMemory:
         self.inserted = torch.zeros(num_drones, dtype=torch.long, device=device)  # entries this episode
         self.steps = torch.zeros(num_drones, dtype=torch.long, device=device)  # steps this episode
         self._rows = torch.arange(num_drones, device=device)
+        self.center = torch.zeros(dim, device=device)  # EMA of embeddings (see module docstring)
+        self._center_ready = False
 
     def reset(self, mask: torch.Tensor) -> None:
         """Empty the rows where ``mask [B]`` (bool) is True."""
@@ -81,6 +93,19 @@ class EpisodicMemory:
         self.inserted = self.inserted + write
         self.steps = self.steps + 1
 
+    def normalise(self, embedding: torch.Tensor) -> torch.Tensor:
+        """Fold ``embedding [B, D]`` into the running centre, then centre and L2-normalise it."""
+        momentum = self.cfg.center_momentum
+        if momentum > 0:
+            batch_mean = embedding.mean(dim=0)
+            if self._center_ready:
+                self.center.lerp_(batch_mean, momentum)
+            else:  # first batch: start from its mean rather than from zero
+                self.center.copy_(batch_mean)
+                self._center_ready = True
+            embedding = embedding - self.center
+        return nnf.normalize(embedding, dim=-1)
+
     @torch.no_grad()
     def observe(self, embedding: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
         """Clear new episodes, score the step against memory, then remember it.
@@ -93,7 +118,7 @@ class EpisodicMemory:
             ``[B]`` loop score (decayed max cosine similarity, 0 if nothing eligible).
         """
         self.reset(episode_start)
-        unit = nnf.normalize(embedding.detach().to(self.entries.dtype), dim=-1)  # the ONE normalisation
+        unit = self.normalise(embedding.detach().to(self.entries.dtype))  # the ONE normalisation
         score = self.query(unit)
         self.insert(unit)
         return score
