@@ -1,6 +1,6 @@
 """The decoder's fast path (no pydantic) accepts and rejects exactly what the slow path does.
 
-Every payload is decoded twice, with :data:`navi_contracts.fast_build.FAST_PATH_ENABLED` on and off:
+Every payload is decoded twice, with :data:`navi_contracts.fast_build.FAST_PATH` on and off:
 both must raise ``ContractError`` with the same message, or both return equal models with the same
 fields set, value types and read-only arrays. Payloads are valid models, and valid models with one
 field replaced (tricky scalars, array data with NaN, -0.0, values just past a bound, bool bytes 2),
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,7 +22,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from navi_contracts import ContractError, DistanceMatrix, WireModel, decode, encode, fast_build
+from navi_contracts import (
+    ContractError,
+    ContractLimits,
+    DistanceMatrix,
+    WireModel,
+    codec_template,
+    decode,
+    encode,
+    fast_build,
+)
 from navi_contracts import testing as strategies
 from navi_contracts.codec_common import default_limits
 from navi_contracts.codec_frames import decode_frames, encode_frames
@@ -52,12 +62,12 @@ ARRAY_BASES = BASES[:4]
 
 @contextmanager
 def _fast_path(enabled: bool) -> Iterator[None]:
-    saved = fast_build.FAST_PATH_ENABLED
-    fast_build.FAST_PATH_ENABLED = enabled
+    saved = fast_build.FAST_PATH.enabled
+    fast_build.FAST_PATH.enabled = enabled
     try:
         yield
     finally:
-        fast_build.FAST_PATH_ENABLED = saved
+        fast_build.FAST_PATH.enabled = saved
 
 
 def _outcome(decoder: Callable[[], WireModel], enabled: bool) -> tuple[str, Any]:
@@ -193,3 +203,105 @@ def test_depth_range_known_answers(value: float, accepted: bool) -> None:
     plain["depth"]["data"] = depth.tobytes()
     payload = msgpack.packb(plain, use_bin_type=True)
     assert assert_paths_agree(lambda: decode(payload)) == ("ok" if accepted else "error")
+
+
+# --------------------------------------------------------------------------- layout templates
+
+LARGE_BASES: list[WireModel] = [
+    sample_distance_matrix(batch=2, azimuth=16, elevation=32, seed=5),
+    sample_step_result(batch=2, azimuth=16, elevation=32, seed=6),
+]
+
+
+def _same_structure(left: Any, right: Any) -> bool:
+    """Deep equality of decoded maps; memoryviews must view the same buffer with the same bytes."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict):
+        return list(left) == list(right) and all(_same_structure(left[k], right[k]) for k in left)
+    if isinstance(left, list):
+        return len(left) == len(right) and all(
+            _same_structure(a, b) for a, b in zip(left, right, strict=True)
+        )
+    if isinstance(left, memoryview):
+        return left.obj is right.obj and left.tobytes() == right.tobytes()
+    both_nan = isinstance(left, float) and math.isnan(left) and math.isnan(right)
+    return bool(left == right) or both_nan
+
+
+def _layout_fields(payload: bytes) -> list[tuple[int, str, int]]:
+    """(offset, struct code, width) of every field of the template learned from ``payload``."""
+    codec_template.forget()
+    codec_template.learn(memoryview(payload), default_limits())
+    template = codec_template._TEMPLATES[len(payload)]
+    fields, offset = [], 0
+    for size, code in re.findall(r"(\d*)([a-zA-Z])", template.layout.format.lstrip(">")):
+        width = int(size or 1) if code in "sx" else struct.calcsize(">" + code)
+        fields.append((offset, code, width))
+        offset += width
+    assert offset == len(payload)
+    return fields
+
+
+def _framing_positions(payload: bytes) -> list[int]:
+    """Byte offsets the learned template does not skip (framing and numbers)."""
+    return [
+        position
+        for offset, code, width in _layout_fields(payload)
+        if code != "x"
+        for position in range(offset, offset + width)
+    ]
+
+
+@pytest.mark.parametrize("model", LARGE_BASES, ids=lambda model: type(model).__name__)
+def test_fixint_fields_only_take_fixints(model: WireModel) -> None:
+    """A number stored in its type byte must not be read past its family (0x80 is a fixmap)."""
+    payload = encode(
+        model.model_copy(update={"request_id": 5} if hasattr(model, "request_id") else {"step_id": 5})
+    )
+    fixints = [offset for offset, code, _ in _layout_fields(payload) if code in "Bb"]
+    assert fixints
+    for offset in fixints:
+        for byte in (0x00, 0x7F, 0x80, 0x90, 0xA0, 0xC0, 0xCC, 0xDF, 0xE0, 0xFF):
+            changed = bytearray(payload)
+            changed[offset] = byte
+            codec_template.learn(memoryview(payload), default_limits())
+            assert_paths_agree(lambda data=bytes(changed): decode(data))
+
+
+@pytest.mark.parametrize("model", LARGE_BASES, ids=lambda model: type(model).__name__)
+def test_template_parse_equals_the_reader(model: WireModel) -> None:
+    codec_template.forget()
+    payload = encode(model)
+    decode(payload)  # learns the layout
+    other = encode(model.model_copy(update={"timestamp": 1.5e9}))
+    for data in (payload, other):
+        view = memoryview(data)
+        parsed = codec_template.parse(view, default_limits())
+        assert parsed is not None
+        read = MsgpackView(
+            view, max_container=1024, max_str_bytes=default_limits().max_string_bytes
+        ).read_all()
+        assert _same_structure(parsed, read)
+    assert decode(other) == model.model_copy(update={"timestamp": 1.5e9})
+
+
+def test_template_serves_only_its_limits() -> None:
+    payload = encode(LARGE_BASES[0])
+    decode(payload)
+    strict = ContractLimits(max_batch=1)
+    assert codec_template.parse(memoryview(payload), strict) is None
+    assert assert_paths_agree(lambda: decode(payload, limits=strict)) == "error"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(range(len(LARGE_BASES))), st.data())
+def test_framing_bit_flips_agree_with_a_learned_template(which: int, data: st.DataObject) -> None:
+    payload = encode(LARGE_BASES[which])
+    positions = _framing_positions(payload)
+    flipped = bytearray(payload)
+    for _ in range(data.draw(st.integers(1, 2))):
+        position = data.draw(st.sampled_from(positions))
+        flipped[position] ^= 1 << data.draw(st.integers(0, 7))
+    changed = bytes(flipped)
+    assert_paths_agree(lambda: decode(changed))

@@ -20,6 +20,7 @@ from typing import Any, TypeVar, overload
 import msgpack
 import numpy as np
 
+from navi_contracts import codec_template
 from navi_contracts.codec_common import (
     UNEXPECTED_DECODE_ERRORS,
     ArrayWriter,
@@ -34,7 +35,7 @@ from navi_contracts.codec_common import (
 )
 from navi_contracts.errors import ContractError
 from navi_contracts.fast_arrays import inline_data
-from navi_contracts.fast_build import fast_decode
+from navi_contracts.fast_build import FAST_PATH, fast_decode
 from navi_contracts.model_base import WireModel
 from navi_contracts.msgpack_view import MsgpackView
 from navi_contracts.settings import ContractLimits
@@ -196,15 +197,20 @@ def decode(
     if len(view) > limits.max_message_bytes:
         raise ContractError(f"message of {len(view)} bytes exceeds the limit of {limits.max_message_bytes}")
     try:
-        reader = MsgpackView(
-            view, max_container=max(limits.max_payload_entries, 64), max_str_bytes=limits.max_string_bytes
-        )
-        raw = reader.read_all()
+        raw = codec_template.parse(view, limits) if FAST_PATH.enabled else None
+        learn = raw is None
+        if learn:
+            reader = MsgpackView(
+                view, max_container=max(limits.max_payload_entries, 64), max_str_bytes=limits.max_string_bytes
+            )
+            raw = reader.read_all()
         cls = model_class_for(raw, expected)
         model = fast_decode(cls, raw, limits, inline_data)
-        if model is not None:
-            return model
-        return decode_model(raw, cls, limits, cls.__name__, _inline_data)
+        if model is None:
+            return decode_model(raw, cls, limits, cls.__name__, _inline_data)
+        if learn:  # a layout the fast path accepts: later payloads like it skip the walk
+            codec_template.learn(view, limits)
+        return model
     except ContractError:
         raise
     except UNEXPECTED_DECODE_ERRORS as exc:

@@ -298,8 +298,13 @@ def builder_for(cls: type[WireModel]) -> FastBuilder | None:
         return None
 
 
-FAST_PATH_ENABLED = True
-"""Module switch for tests that compare the fast path with the slow one; always True in production."""
+class _FastPathSwitch:
+    """On in production; tests turn it off to compare with the slow path (templates included)."""
+
+    enabled = True
+
+
+FAST_PATH = _FastPathSwitch()
 
 
 def fast_decode(cls: type[M], raw: Any, limits: ContractLimits, get_data: DataGetter) -> M | None:
@@ -314,7 +319,7 @@ def fast_decode(cls: type[M], raw: Any, limits: ContractLimits, get_data: DataGe
     Returns:
         The model, equal to what the slow path returns, or None.
     """
-    builder = builder_for(cls) if FAST_PATH_ENABLED else None
+    builder = builder_for(cls) if FAST_PATH.enabled else None
     if builder is None:
         return None
     try:
