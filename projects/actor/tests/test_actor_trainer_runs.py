@@ -57,6 +57,7 @@ def test_run_writes_manifest_metrics_checkpoint_and_promotes(tmp_path: Path) -> 
     assert "git_revision" in manifest and manifest["policy_config"]["temporal_core"] == "gru"
     lines = (summary.run_dir / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 2
+    assert all("NaN" not in line for line in lines)  # strict JSON: undefined values are null
     record = json.loads(lines[-1])
     assert record["charts/step_id"] == 64
     assert {"losses/policy_loss", "losses/value_loss", "time/update_policy_eval", "charts/sps"} <= set(record)

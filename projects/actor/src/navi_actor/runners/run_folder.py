@@ -7,6 +7,7 @@ every checkpoint and metric line can be traced back to code and configuration.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import secrets
@@ -105,6 +106,10 @@ class RunFolder:
         return path
 
     def append_metrics(self, record: dict[str, Any]) -> None:
-        """Append one JSON line (an append of one short line is atomic enough for a log)."""
+        """Append one strict-JSON line (NaN/inf become null; one short append is atomic enough for a log)."""
+        clean = {
+            key: None if isinstance(value, float) and not math.isfinite(value) else value
+            for key, value in record.items()
+        }
         with self.metrics_path.open("a", encoding="utf-8") as stream:
-            stream.write(json.dumps(record, sort_keys=True, default=float) + "\n")
+            stream.write(json.dumps(clean, sort_keys=True, allow_nan=False) + "\n")
