@@ -21,7 +21,7 @@ DataGetter = Callable[[dict[str, Any]], Any]
 
 ArrayDecoder = Callable[[Any, ContractLimits, DataGetter], np.ndarray]
 
-_frombuffer = np.frombuffer
+_ndarray = np.ndarray
 _maximum = np.maximum.reduce
 _UINT8 = np.dtype(np.uint8)
 
@@ -94,15 +94,13 @@ def array_decoder(spec: ArraySpec) -> ArrayDecoder:
         data = get_data(value)
         if len(data) != count * itemsize:
             raise SlowPathNeededError
-        # Zero copy: a view of the received buffer. [n bytes] -> shape.
-        array = _frombuffer(data, dtype=dtype, count=count)
+        # Zero copy: a view of the received buffer, shaped in the same call. [n bytes] -> shape.
+        array = _ndarray(shape, dtype, data)
         if is_bool and count and _maximum(array.view(_UINT8), axis=None) > 1:
             raise SlowPathNeededError
-        array = array.reshape(shape)
         if ranged and count:
             check_range(array)
-        if array.flags.writeable:  # a writable receive buffer: the model still stores a read-only view
-            array = array.view()
+        if not data.readonly:  # a writable receive buffer: the model still stores a read-only view
             array.flags.writeable = False
         return array
 

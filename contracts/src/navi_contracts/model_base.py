@@ -70,10 +70,30 @@ class WireModel(BaseModel):
         Returns:
             Name -> size for every named dimension (``B`` is the batch size).
         """
-        fields = [
-            (name, getattr(self, name), spec.named_axes) for name, spec in array_specs(type(self)).items()
-        ]
-        return bind_dims(fields, bound or {})
+        # Runs on every model construction and decode: bind in a plain loop; only a mismatch goes
+        # through bind_dims, which words the error (naming the field that bound the size first).
+        bindings = dict(bound) if bound else {}
+        values = self.__dict__
+        for name, axes in _named_axes(type(self)):
+            array = values[name]
+            if array is None:
+                continue
+            shape = array.shape
+            for axis, dim in axes:
+                known = bindings.setdefault(dim, shape[axis])
+                if known != shape[axis]:
+                    fields = [
+                        (field, getattr(self, field), spec.named_axes)
+                        for field, spec in array_specs(type(self)).items()
+                    ]
+                    return bind_dims(fields, bound or {})
+        return bindings
+
+
+@cache
+def _named_axes(model: type[WireModel]) -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
+    """(field, named axes) for the array fields of ``model`` that have named axes."""
+    return tuple((name, spec.named_axes) for name, spec in array_specs(model).items() if spec.named_axes)
 
 
 @cache
