@@ -52,7 +52,8 @@ class PolicyStepper:
             self.num_actors = num_actors
             self.state = self.policy.initial_state(num_actors, self.device)
             self.episode_start = torch.ones(num_actors, dtype=torch.bool, device=self.device)
-        self.episode_start.fill_(True)
+        # a new tensor, not fill_: tensors made under inference_mode cannot be written outside it
+        self.episode_start = torch.ones(self.num_actors, dtype=torch.bool, device=self.device)
 
     @torch.inference_mode()
     def act(self, obs: torch.Tensor) -> torch.Tensor:

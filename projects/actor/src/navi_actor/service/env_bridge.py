@@ -11,13 +11,24 @@ episodes, ``step_id`` counts steps since the last reset.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
 from navi_actor.runners.env_protocol import VectorEnv
-from navi_contracts import DistanceMatrix, Publisher, StepRequest, StepResult, topics
+from navi_contracts import (
+    DistanceMatrix,
+    Publisher,
+    RepServer,
+    StepRequest,
+    StepResult,
+    WireModel,
+    topics,
+)
 
 
 def observation_message(
@@ -65,8 +76,10 @@ class VectorEnvBridge:
         self.actions: list[np.ndarray] = []  # every executed action batch since the last reset
         self._ready = False
 
-    def __call__(self, request: StepRequest) -> StepResult:
+    def __call__(self, request: WireModel) -> StepResult:
         """Answer one request (raises on actions before a reset or of the wrong batch size)."""
+        if not isinstance(request, StepRequest):
+            raise TypeError(f"expected a StepRequest, got {type(request).__name__}")
         B = self.env.num_actors
         if request.reset:
             obs = self.env.reset(request.seed)
@@ -127,3 +140,27 @@ class VectorEnvBridge:
             episode_length=episode_length,
             observation=observation,
         )
+
+
+@contextmanager
+def serve_in_thread(bridge: VectorEnvBridge, endpoint: str, poll_ms: int = 20) -> Iterator[RepServer]:
+    """Serve ``bridge`` on ``endpoint`` from a background thread for the duration of the block.
+
+    Args:
+        bridge: the handler.
+        endpoint: REP endpoint to bind.
+        poll_ms: how quickly the thread notices the end of the block.
+
+    Yields:
+        The running ``RepServer`` (its ``served``/``refused`` counters can be read).
+    """
+    stop = threading.Event()
+    server = RepServer(endpoint, bridge, accepts=(StepRequest,))
+    thread = threading.Thread(target=server.serve, args=(stop, poll_ms), name="env-bridge", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        stop.set()
+        thread.join()
+        server.close()

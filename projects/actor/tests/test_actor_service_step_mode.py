@@ -1,0 +1,194 @@
+"""Brain step mode over real sockets (threads, point toy env): equivalence, re-sync, bad replies."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import zmq
+from structlog.testing import capture_logs
+
+from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.inference import ActingTelemetry, PolicyStepper, build_policy, resolve_policy_source
+from navi_actor.inference.runner import run_inference
+from navi_actor.models import NaviPolicy, PolicyConfig
+from navi_actor.runners.point_env import PointGoalEnv
+from navi_actor.service import BrainSettings, run_brain
+from navi_actor.service.env_bridge import VectorEnvBridge, serve_in_thread
+from navi_contracts import ErrorReply, StepRequest, encode, free_tcp_endpoint
+from navi_contracts.codec_frames import decode_message, encode_message
+from navi_contracts.zmq_util import new_socket
+
+SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Brain and env bridge share this process: one intra-op thread each avoids oversubscription."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(11)
+    policy = NaviPolicy(PolicyConfig(temporal_core="mamba2", **SMALL))  # type: ignore[arg-type]
+    path = tmp_path_factory.mktemp("ckpt") / "policy.pt"
+    return save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=policy.cfg), path)
+
+
+def brain_settings(step_endpoint: str, checkpoint: Path, tmp_path: Path, **service: Any) -> BrainSettings:
+    return BrainSettings(
+        service={
+            "step_endpoint": step_endpoint,
+            "pub_endpoint": free_tcp_endpoint(),
+            "checkpoint": checkpoint,
+            "deterministic": True,
+            "seed": 3,
+            "request_timeout_ms": 300,
+            "request_retries": 0,
+            "stats_seconds": 0.2,
+            **service,
+        },
+        train={"artifacts_dir": tmp_path},
+    )
+
+
+class CountingBridge(VectorEnvBridge):
+    """Sets ``reached`` once ``target`` actions were executed since the last reset."""
+
+    def __init__(self, env: PointGoalEnv, target: int) -> None:
+        super().__init__(env)
+        self.target, self.reached = target, threading.Event()
+
+    def __call__(self, request: Any) -> Any:
+        reply = super().__call__(request)
+        if len(self.actions) >= self.target:
+            self.reached.set()
+        return reply
+
+
+def reference_actions(checkpoint: Path, steps: int, seed: int, max_steps: int) -> np.ndarray:
+    """In-process inference with the same checkpoint, seed and environment."""
+    env = PointGoalEnv(2, max_steps=max_steps)
+    policy = build_policy(resolve_policy_source(checkpoint, Path("/nonexistent")), PolicyConfig(), (3, 32, 8))
+    recorded: list[np.ndarray] = []
+    run_inference(
+        env,
+        PolicyStepper(policy, 2, deterministic=True),
+        ActingTelemetry(None, "actor.inference"),
+        seed=seed,
+        total_steps=steps,
+        on_actions=lambda _, actions: recorded.append(actions.numpy().copy()),
+    )
+    return np.stack(recorded)
+
+
+def test_brain_acts_like_in_process_inference(checkpoint: Path, tmp_path: Path) -> None:
+    endpoint = free_tcp_endpoint()
+    bridge = VectorEnvBridge(PointGoalEnv(2, max_steps=9))
+    with serve_in_thread(bridge, endpoint):
+        settings = brain_settings(endpoint, checkpoint, tmp_path, total_steps=40, request_timeout_ms=5000)
+        steps = run_brain(settings, tmp_path)
+    assert steps == 40 and bridge.resets == 1
+    served = np.stack(bridge.actions)
+    assert np.array_equal(served, reference_actions(checkpoint, 40, seed=3, max_steps=9))
+    assert int(bridge.episode_ids.sum()) >= 4  # episodes ended, so per-drone resets were exercised
+
+
+@pytest.fixture
+def brain_thread(checkpoint: Path, tmp_path: Path) -> Iterator[tuple[str, threading.Event, threading.Thread]]:
+    endpoint, stop = free_tcp_endpoint(), threading.Event()
+    settings = brain_settings(endpoint, checkpoint, tmp_path)
+    thread = threading.Thread(target=run_brain, args=(settings, tmp_path, stop), daemon=True)
+    yield endpoint, stop, thread
+    stop.set()
+    thread.join(timeout=5)
+
+
+def test_brain_resyncs_after_the_environment_restarts(brain_thread: Any) -> None:
+    endpoint, stop, thread = brain_thread
+    first = CountingBridge(PointGoalEnv(2), target=10)
+    with capture_logs() as logs:
+        with serve_in_thread(first, endpoint):
+            thread.start()
+            assert first.reached.wait(30)
+        second = CountingBridge(PointGoalEnv(2), target=10)  # a restarted env: no episode running
+        with serve_in_thread(second, endpoint):
+            assert second.reached.wait(30)
+        stop.set()
+        thread.join(timeout=3)
+    assert not thread.is_alive()
+    events = [entry["event"] for entry in logs]
+    assert "actor.service.env_refused" in events or "actor.service.env_unreachable" in events
+    assert second.resets >= 1  # re-synchronised with a reset before stepping again
+
+
+def test_brain_skips_malformed_and_refused_replies(brain_thread: Any) -> None:
+    """A scripted REP answers garbage, a wrong request id and an error; brain re-syncs each time."""
+    endpoint, stop, thread = brain_thread
+    bridge = VectorEnvBridge(PointGoalEnv(2))
+    script = ["ok", "ok", "garbage", "ok", "ok", "wrong_id", "ok", "ok", "error"]
+    answered, done = [], threading.Event()
+    socket = new_socket(zmq.REP)
+    socket.bind(endpoint)
+
+    def serve() -> None:
+        while not done.is_set():
+            if not socket.poll(20):
+                continue
+            request = decode_message(socket.recv_multipart())
+            kind = script[len(answered)] if len(answered) < len(script) else "ok"
+            answered.append(kind)
+            if kind == "garbage":
+                socket.send(b"\xc1 not msgpack")
+            elif kind == "error":
+                socket.send(encode(ErrorReply(code="handler_error", message="boom", request_id=None)))
+            else:
+                reply = bridge(request)
+                if kind == "wrong_id":
+                    reply = reply.model_copy(update={"request_id": reply.request_id + 1000})
+                socket.send_multipart(encode_message(reply, False))
+            if len(answered) >= len(script) + 5:
+                done.set()
+
+    server = threading.Thread(target=serve, daemon=True)
+    with capture_logs() as logs:
+        server.start()
+        thread.start()
+        assert done.wait(30)
+        stop.set()
+        thread.join(timeout=3)
+        server.join(timeout=3)
+    socket.close(linger=0)
+    events = [entry["event"] for entry in logs]
+    assert events.count("actor.service.reply_malformed") == 2  # garbage + wrong request id
+    assert events.count("actor.service.env_refused") == 1
+    assert bridge.resets == 4  # the first sync + one re-sync per bad reply
+    assert not thread.is_alive()
+
+
+def test_no_environment_means_retries_not_a_hang(checkpoint: Path, tmp_path: Path) -> None:
+    stop = threading.Event()
+    settings = brain_settings(free_tcp_endpoint(), checkpoint, tmp_path)
+    with capture_logs() as logs:
+        thread = threading.Thread(target=run_brain, args=(settings, tmp_path, stop), daemon=True)
+        thread.start()
+        thread.join(timeout=1.0)  # several 300 ms request timeouts pass meanwhile
+        stop.set()
+        thread.join(timeout=2.0)
+    assert not thread.is_alive()
+    assert [e["event"] for e in logs].count("actor.service.env_unreachable") >= 2
+
+
+def test_request_before_reset_is_refused_by_the_bridge() -> None:
+    bridge = VectorEnvBridge(PointGoalEnv(1))
+    with pytest.raises(RuntimeError, match="reset"):
+        bridge(StepRequest(request_id=1, actions=None, reset=True).model_copy(update={"reset": False}))
