@@ -136,6 +136,16 @@ def test_bad_observation_shape_is_a_clear_error() -> None:
     policy = small_policy("rayvit", "gru")
     with pytest.raises(ValueError, match="does not match"):
         policy.act(torch.rand(2, 3, 16, 8), policy.initial_state(2), torch.zeros(2, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"state has shape \(2, 5\), expected \(2, 128\)"):
+        policy.act(torch.rand(2, 3, AZ, EL), torch.zeros(2, 5), torch.zeros(2, dtype=torch.bool))
+    with pytest.raises(ValueError, match="episode_starts has shape"):
+        policy.evaluate_sequences(
+            torch.rand(3, 2, 3, AZ, EL), torch.zeros(3, 2, 4), policy.initial_state(2), torch.zeros(2, 3)
+        )
+    obs = torch.rand(2, 3, AZ, EL)
+    float_starts = policy.act(obs, torch.ones(2, 128), torch.tensor([1.0, 0.0]), deterministic=True)
+    bool_starts = policy.act(obs, torch.ones(2, 128), torch.tensor([True, False]), deterministic=True)
+    torch.testing.assert_close(float_starts.state, bool_starts.state)  # 0/1 flags act as booleans
 
 
 def test_spherical_cnn_needs_stride_compatible_sensor() -> None:

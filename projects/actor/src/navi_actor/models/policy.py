@@ -75,6 +75,10 @@ class NaviPolicy(nn.Module):
                 f"followed by {self._obs_shape} (channels, azimuth, elevation)"
             )
 
+    def _check_shape(self, name: str, tensor: torch.Tensor, expected: tuple[int, ...]) -> None:
+        if tuple(tensor.shape) != expected:
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {expected}")
+
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         """Encode observations ``[B, C, Az, El]`` into embeddings ``[B, embed_dim]``."""
         self._check_obs(obs, 1)
@@ -100,7 +104,10 @@ class NaviPolicy(nn.Module):
             :class:`ActOutput` with raw (unclipped) actions.
         """
         embedding = self.encode(obs)
-        state = state * (~episode_start).to(state.dtype)[:, None]
+        batch = obs.shape[0]
+        self._check_shape("state", state, (batch, self.state_size))
+        self._check_shape("episode_start", episode_start, (batch,))
+        state = state * (~episode_start.bool()).to(state.dtype)[:, None]
         features, new_state = self.core.step(embedding, state)
         mean, log_std = self.actor(features)
         action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
@@ -133,6 +140,10 @@ class NaviPolicy(nn.Module):
         """
         self._check_obs(obs, 2)
         T, B = obs.shape[:2]
+        self._check_shape("actions", actions, (T, B, self.cfg.action_dim))
+        self._check_shape("state0", state0, (B, self.state_size))
+        self._check_shape("episode_starts", episode_starts, (T, B))
+        episode_starts = episode_starts.bool()
         embedding = self.encoder(obs.flatten(0, 1)).unflatten(0, (T, B))  # [T*B, D] -> [T, B, D]
         features, final_state = self.core.sequence(embedding, state0, episode_starts)
         mean, log_std = self.actor(features)
