@@ -108,3 +108,17 @@ def test_mesh_sdf_is_deterministic(sphere_mesh: trimesh.Trimesh) -> None:
     second = mesh_grids(sphere_mesh.copy(), 32)
     np.testing.assert_array_equal(first[0], second[0])
     np.testing.assert_array_equal(first[1], second[1])
+
+
+@pytest.mark.parametrize("resolution", [1, 9, 32])
+def test_distance_transform_matches_scipy(resolution: int) -> None:
+    from scipy import ndimage
+
+    from navi_environment.sdf.edt import distance_to_features
+
+    rng = np.random.default_rng(resolution)
+    features = rng.random((resolution,) * 3) < 0.02
+    features.flat[0] = True
+    expected = ndimage.distance_transform_edt(~features, sampling=0.25)
+    np.testing.assert_allclose(distance_to_features(features, 0.25), expected, rtol=1e-6, atol=1e-6)
+    assert np.isinf(distance_to_features(np.zeros((4, 4, 4), dtype=bool))).all()

@@ -88,7 +88,9 @@ def _qualify(
         return {"verdict": "SKIPPED", "reason": "qualification disabled"}
     from navi_environment.corpus.qualify import qualify_asset
 
-    return qualify_asset(compiled.asset, env_settings, seed=compiled.seed or 0)
+    return qualify_asset(
+        compiled.asset, env_settings, seed=compiled.seed or 0, source_bounds=compiled.source_bounds
+    )
 
 
 def _build_family(  # noqa: PLR0917 - private step of prepare_corpus

@@ -1,6 +1,10 @@
 """Corpus-side spawn qualification: a thin adapter over the runtime's :mod:`runtime.spawn`.
 
-There is exactly one tracer in Navi; qualification probes spawns with the same one the drones use.
+There is exactly one tracer in Navi; qualification probes spawns with the same one the drones use
+(``runtime.spawn.qualify_scene`` on a ``runtime.scene`` brick map). The adapter builds that brick
+map from :func:`navi_environment.gmdag.sample.dense_query` (void octants refined by a distance
+transform) because spawn selection reads distances as *clearance*: the bare void bound
+underestimates it in open rooms by up to ~2x, which rejects every spawn in narrow scenes.
 Imports are lazy because the runtime's settings import this package's settings module.
 """
 
@@ -15,9 +19,14 @@ from navi_environment.gmdag.format import GmdagAsset
 if TYPE_CHECKING:
     from navi_environment.config import EnvironmentSettings
 
+Bounds = tuple[tuple[float, float, float], tuple[float, float, float]]
+
 
 def qualify_asset(
-    asset: GmdagAsset, settings: EnvironmentSettings | None = None, seed: int = 0
+    asset: GmdagAsset,
+    settings: EnvironmentSettings | None = None,
+    seed: int = 0,
+    source_bounds: Bounds | None = None,
 ) -> dict[str, Any]:
     """Probe spawn candidates of an asset and summarise the verdict.
 
@@ -25,15 +34,37 @@ def qualify_asset(
         asset: a validated asset.
         settings: environment settings (sensor horizon, spawn clearance and thresholds).
         seed: candidate sampling seed.
+        source_bounds: min/max corner of the source geometry; when given, the summary also counts
+            the viable spawns inside it (``viable_inside``).
 
     Returns:
         JSON-friendly summary: verdict (PASS/FAIL), reason, viable spawns, candidates, free
-        candidates, best starvation, and the median clearance of the viable spawns (metres).
+        candidates, best starvation, the median clearance of the viable spawns (metres) and,
+        with ``source_bounds``, ``viable_inside``.
     """
+    from navi_environment.config import EnvironmentSettings
+    from navi_environment.gmdag.sample import dense_query
+    from navi_environment.runtime.loader import effective_band_voxels
+    from navi_environment.runtime.scene import build_runtime_scene
     from navi_environment.runtime.spawn import qualify_scene
 
-    report = qualify_scene(asset, settings, seed=seed)
+    settings = settings or EnvironmentSettings()
+    voxel = float(asset.voxel_size)
+    scene = build_runtime_scene(
+        dense_query(asset, refined=True),
+        asset.bmin,
+        voxel,
+        asset.resolution,
+        band_voxels=effective_band_voxels(settings, voxel),
+        max_bytes=settings.scene.max_scene_bytes,
+        name=asset.source,
+    )
+    report = qualify_scene(scene, settings, seed=seed)
     summary = dict(report.summary())
     clearance = report.clearance
     summary["median_clearance_m"] = float(np.median(clearance)) if len(clearance) else None
+    if source_bounds is not None:
+        lo, hi = np.asarray(source_bounds[0]), np.asarray(source_bounds[1])
+        inside = ((report.positions > lo) & (report.positions < hi)).all(axis=1)
+        summary["viable_inside"] = int(inside.sum())
     return summary

@@ -21,6 +21,7 @@ from scipy import ndimage
 from navi_environment.scenes.rasterize import SEMANTIC_BAND_VOXELS, cube_for_bounds
 from navi_environment.sdf._triangles import splat_unsigned_distance, triangle_index_ranges
 from navi_environment.sdf._winding import build_bvh, winding_numbers
+from navi_environment.sdf.edt import distance_to_features
 
 log = structlog.get_logger()
 
@@ -104,7 +105,7 @@ def mesh_grids(
     region_inside = votes > 0.5 * np.maximum(totals, 1)
     region_inside[0] = False
 
-    far = ndimage.distance_transform_edt(~in_band, sampling=voxel).astype(np.float32)
+    far = distance_to_features(in_band, voxel)
     sdf = np.where(in_band, udf, np.maximum(np.float32(band), far + np.float32(band - voxel)))
     del far
     inside = region_inside[labels]
