@@ -1,0 +1,102 @@
+"""``navi-actor bc-pretrain`` (also ``brain bc-pretrain``): behaviour cloning from demonstrations.
+
+Register it in ``navi_actor/cli.py`` with ``main.add_command(bc_pretrain)`` before the loop that
+copies ``main``'s commands onto ``brain_main``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("bc-pretrain", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--demonstrations", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder of .npz demonstrations [artifacts/demonstrations].")  # fmt: skip
+@click.option("--checkpoint", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Start from this checkpoint (recorded as the parent) [a fresh policy].")  # fmt: skip
+@click.option("--epochs", type=int, help="Passes over the training episodes [10].")
+@click.option("--sequence-length", type=int, help="BPTT window length [32].")
+@click.option("--streams", type=int, help="Parallel BPTT rows per optimiser step [16].")
+@click.option("--learning-rate", type=float, help="Adam learning rate [3e-4].")
+@click.option("--holdout-fraction", type=float, help="Share of episodes held out to score imitation [0.1].")
+@click.option("--log-std", type=float, help="Frozen action log-std [the policy's own].")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="Checkpoint file [run folder].")
+@click.option("--promote", is_flag=True, help="Also promote the checkpoint into the model registry.")
+@click.option("--encoder-backend", help="Encoder of a fresh policy: rayvit or spherical_cnn.")
+@click.option("--temporal-core", help="Core of a fresh policy: mamba2, gru or mambapy.")
+@click.option("--device", help="torch device [cpu].")
+@click.option("--seed", type=int, help="Seed of weights, shuffles and the held-out split [0].")
+@click.option("--torch-threads", type=int, help="torch intra-op threads.")
+@click.option("--artifacts-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where runs and the model registry live [<repo>/artifacts].")  # fmt: skip
+def bc_pretrain(**options: Any) -> None:
+    """Pre-train the policy by behaviour cloning on recorded demonstrations.
+
+    Trains the same policy PPO uses (encoder -> temporal core -> heads) with truncated BPTT over
+    episode sequences, maximising the log-likelihood of the demonstrated (executed, [-1, 1])
+    actions under a frozen log-std. Writes a v3 checkpoint with training_source=bc and its parent
+    as lineage. Continue with RL: `navi-actor promote <checkpoint>` then `navi-actor train`.
+    """
+    from pydantic import ValidationError
+
+    from navi_actor.bc.config import BCConfig
+    from navi_actor.bc.dataset import DemonstrationError
+    from navi_actor.bc.pretrain import run_pretrain
+    from navi_actor.checkpoints import CheckpointError
+    from navi_actor.config import ActorSettings
+    from navi_actor.registry import ModelRegistry
+    from navi_contracts import artifacts_root, configure_logging
+
+    bc_keys = (
+        "demonstrations",
+        "epochs",
+        "sequence_length",
+        "streams",
+        "learning_rate",
+        "holdout_fraction",
+        "log_std",
+    )
+    bc_values = {key: options[key] for key in bc_keys if options[key] is not None}
+    train_keys = ("device", "seed", "torch_threads", "artifacts_dir")
+    train_values = {key: options[key] for key in train_keys if options[key] is not None}
+    selectors = {
+        key: options[key] for key in ("encoder_backend", "temporal_core") if options[key] is not None
+    }
+    try:
+        values: dict[str, Any] = {**selectors, **({"train": train_values} if train_values else {})}
+        settings = ActorSettings(**values)
+        base = getattr(settings, "bc", None) or BCConfig()  # ActorSettings.bc once the group is registered
+        config = BCConfig.model_validate(base.model_dump() | bc_values)
+    except ValidationError as error:
+        raise click.ClickException(f"invalid settings: {error}") from error
+    configure_logging(settings.log_level, settings.log_json)
+    if settings.train.torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(settings.train.torch_threads)
+    artifacts = settings.train.artifacts_dir or artifacts_root()
+    demonstrations = config.demonstrations or artifacts / "demonstrations"
+    try:
+        result = run_pretrain(
+            config, settings.policy_config(), demonstrations=demonstrations, runs_root=artifacts / "runs",
+            parent=options["checkpoint"], out=options["out"],
+            device=settings.train.device, seed=settings.train.seed,
+            settings_json={"actor": settings.model_dump(mode="json")},
+        )  # fmt: skip
+    except (DemonstrationError, CheckpointError) as error:
+        raise click.ClickException(str(error)) from error
+    history = result.history
+    click.echo(
+        f"bc checkpoint: {result.checkpoint}\n"
+        f"train nll {history.train_nll[0]:.4f} -> {history.train_nll[-1]:.4f}; "
+        f"held-out action MSE {history.holdout_mse[-1] if history.holdout_mse else float('nan'):.4f} "
+        f"vs mean-action baseline {history.baseline_mse:.4f}"
+    )
+    if options["promote"]:
+        entry = ModelRegistry(artifacts / "models").promote(
+            result.checkpoint, notes="bc-pretrain", tags=["bc"]
+        )
+        click.echo(f"promoted as v{entry.version:03d}")

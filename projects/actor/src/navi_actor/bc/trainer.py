@@ -1,0 +1,142 @@
+"""Behaviour cloning: maximise the log-likelihood of demonstrated actions under the SAME policy
+(encoder -> temporal core -> Gaussian head) that PPO trains, with truncated BPTT over sequences.
+
+Loss. With the action log-std frozen, the Gaussian negative log-likelihood is the squared error of
+the mean scaled by ``1 / (2 sigma^2)`` plus a constant: BC fits the mean, and RL later starts from a
+known, sensible exploration noise instead of the collapsed std a free NLL fit would produce. We
+report both the NLL and the plain action MSE (the imitation measure) per epoch.
+
+Demonstrated actions are the clipped, executed actions in [-1, 1]; the policy's raw Gaussian mean
+is fitted to them directly, the same space the PPO rollout clips its samples into.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import structlog
+import torch
+
+from navi_actor.bc.config import BCConfig
+from navi_actor.bc.dataset import DemoData, stream_indices
+from navi_actor.models import NaviPolicy
+
+log = structlog.get_logger()
+
+
+@dataclass
+class BCHistory:
+    """Per-epoch metrics of a BC run."""
+
+    train_nll: list[float] = field(default_factory=list)
+    train_mse: list[float] = field(default_factory=list)
+    holdout_mse: list[float] = field(default_factory=list)
+    baseline_mse: float = math.nan  #: held-out MSE of always predicting the training mean action
+    optimizer_steps: int = 0
+    seconds: float = 0.0
+
+
+def freeze_log_std(policy: NaviPolicy, value: float | None) -> None:
+    """Fix the actor's log-std (optionally to ``value``) and exclude it from gradients."""
+    parameter = policy.actor.log_std_param
+    if value is not None:
+        with torch.no_grad():
+            parameter.fill_(value)
+    parameter.requires_grad_(False)
+
+
+def _windows(data: DemoData, index: torch.Tensor, starts: torch.Tensor, length: int, device: torch.device):  # type: ignore[no-untyped-def]
+    """Yield ``(obs [L,B,C,Az,El], actions [L,B,4], starts [L,B])`` windows along T, on ``device``."""
+    for t0 in range(0, index.shape[0], length):
+        rows = index[t0 : t0 + length]  # [L, B]
+        yield (
+            data.observations[rows].to(device, non_blocking=True),
+            data.actions[rows].to(device, non_blocking=True),
+            starts[t0 : t0 + length].to(device),
+        )
+
+
+def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) -> float:
+    """Mean squared error of the policy mean vs demonstrated actions, state carried through episodes.
+
+    Args:
+        policy: the policy (evaluated without gradients).
+        data: frames to score (e.g. held-out episodes).
+        streams: parallel rows.
+        length: window length.
+
+    Returns:
+        MSE over every scored frame and action dimension.
+    """
+    device = next(policy.parameters()).device
+    index, starts = stream_indices(data.episode_bounds, min(streams, max(1, len(data) // 2)), None)
+    state = policy.initial_state(index.shape[1], device)
+    total, count = torch.zeros((), device=device), 0
+    with torch.no_grad():
+        for obs, actions, resets in _windows(data, index, starts, length, device):
+            out = policy.evaluate_sequences(obs, actions, state, resets)
+            state = out.final_state
+            total += (out.action_mean - actions).square().sum()
+            count += actions.numel()
+    return float(total) / max(count, 1)
+
+
+def baseline_mse(train: DemoData, holdout: DemoData) -> float:
+    """Held-out MSE of the constant predictor "training mean action" (the chance level)."""
+    mean = train.actions.mean(dim=0)
+    return float((holdout.actions - mean).square().mean())
+
+
+def train_bc(
+    policy: NaviPolicy, train: DemoData, holdout: DemoData, config: BCConfig, generator: torch.Generator
+) -> BCHistory:
+    """Train ``policy`` in place on ``train``; score imitation on ``holdout`` after every epoch.
+
+    Args:
+        policy: the policy (on its device; its log-std gets frozen).
+        train: training episodes.
+        holdout: held-out episodes (may be empty).
+        config: epochs, window length, streams, optimiser.
+        generator: shuffles episodes into streams each epoch.
+
+    Returns:
+        :class:`BCHistory`.
+    """
+    device = next(policy.parameters()).device
+    freeze_log_std(policy, config.log_std)
+    parameters = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay)
+    history = BCHistory(baseline_mse=baseline_mse(train, holdout) if len(holdout) else math.nan)
+    started = time.monotonic()
+    for epoch in range(config.epochs):
+        index, starts = stream_indices(train.episode_bounds, config.streams, generator)
+        state = policy.initial_state(index.shape[1], device)
+        nll_sum, mse_sum, windows = torch.zeros((), device=device), torch.zeros((), device=device), 0
+        policy.train()
+        for obs, actions, resets in _windows(train, index, starts, config.sequence_length, device):
+            out = policy.evaluate_sequences(obs, actions, state, resets)
+            state = out.final_state.detach()  # truncated BPTT: carry the state, cut the graph
+            loss = -out.log_prob.mean()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
+            optimizer.step()
+            nll_sum += loss.detach()
+            mse_sum += (out.action_mean.detach() - actions).square().mean()
+            windows += 1
+        policy.eval()
+        history.train_nll.append(float(nll_sum) / windows)
+        history.train_mse.append(float(mse_sum) / windows)
+        history.optimizer_steps += windows
+        if len(holdout):
+            history.holdout_mse.append(sequence_mse(policy, holdout, config.streams, config.sequence_length))
+        log.info(
+            "actor.bc.epoch", epoch=epoch + 1, epochs=config.epochs,
+            train_nll=round(history.train_nll[-1], 4), train_mse=round(history.train_mse[-1], 5),
+            holdout_mse=round(history.holdout_mse[-1], 5) if history.holdout_mse else None,
+            baseline_mse=round(history.baseline_mse, 5), seconds=round(time.monotonic() - started, 1),
+        )  # fmt: skip
+    history.seconds = time.monotonic() - started
+    return history
