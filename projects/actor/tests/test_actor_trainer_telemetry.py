@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from navi_actor.config import TelemetryConfig
 from navi_actor.telemetry import HEARTBEAT_EVENT, UPDATE_EVENT, TrainingTelemetry, observation_message
 from navi_contracts import DistanceMatrix, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 class FakeClock:
@@ -93,3 +104,34 @@ def test_observation_message_clamps_and_types() -> None:
     obs[0, 2] = 1.0
     message = observation_message(obs, step_id=0)
     assert message.depth.max() == 1.0 and message.valid_mask.all() and message.semantic.dtype == np.int32
+
+
+def test_trainer_publishes_update_events_and_observations(tmp_path: Path) -> None:
+    from navi_actor.config import ActorSettings
+    from navi_actor.runners.env_factory import build_environment
+    from navi_actor.runners.on_policy_runner import OnPolicyRunner
+
+    endpoint = free_tcp_endpoint()
+    settings = ActorSettings(
+        temporal_core="gru",
+        policy={"embed_dim": 32, "vit_dim": 32, "vit_layers": 1},
+        environment={"backend": "point", "point_azimuth": 16, "point_elevation": 8},
+        rollout={"num_actors": 2, "rollout_length": 16, "sequence_length": 8},
+        ppo={"epochs": 1, "num_minibatches": 2},
+        telemetry={"endpoint": endpoint},
+        train={"total_steps": 32},
+        checkpoint={"auto_resume": False, "auto_promote": False},
+    )
+    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    telemetry = TrainingTelemetry(settings.telemetry)
+    with Subscriber(endpoint, [topics.TELEMETRY_EVENT, topics.DISTANCE_MATRIX]) as subscriber:
+        telemetry.wait_for_listener(timeout_ms=5000)
+        OnPolicyRunner(settings, built, artifacts_dir=tmp_path, telemetry=telemetry).run_training()
+        kinds = []
+        while (message := subscriber.recv(timeout_ms=1000)) is not None:
+            topic, model = message
+            kinds.append(model.event_type if isinstance(model, TelemetryEvent) else topic)
+    telemetry.close()
+    assert topics.DISTANCE_MATRIX in kinds
+    assert HEARTBEAT_EVENT in kinds
+    assert kinds.count(UPDATE_EVENT) == 1
