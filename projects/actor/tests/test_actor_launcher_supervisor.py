@@ -1,0 +1,106 @@
+"""navi-stack's supervisor: prefixed output, restart with a budget, stop-all, stubborn children killed."""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from navi_actor.launcher import ChildSpec, Supervisor
+from navi_actor.launcher.command import stack_specs
+from navi_actor.service import BrainSettings
+
+PY = sys.executable
+# Long-running stand-in for a server: prints readiness, then blocks until interrupted.
+SERVER = "import sys, threading; print('ready', flush=True); threading.Event().wait()"
+STUBBORN = (
+    "import signal, threading; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "print('ready', flush=True); threading.Event().wait()"
+)
+
+
+class ReadySink(io.StringIO):
+    """Collects the prefixed output and sets ``all_ready`` once ``expected`` children said 'ready'."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.expected, self.all_ready = expected, threading.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if self.getvalue().count("ready") >= self.expected:
+            self.all_ready.set()
+        return written
+
+
+def test_a_failing_child_is_restarted_until_its_budget_is_spent() -> None:
+    out = io.StringIO()
+    specs = [
+        ChildSpec("server", [PY, "-c", SERVER]),
+        ChildSpec("flaky", [PY, "-c", "print('hello'); exit(3)"]),
+    ]
+    supervisor = Supervisor(specs, on_exit="restart", max_restarts=2, grace_s=2.0, out=out)
+    started = time.monotonic()
+    code = supervisor.run()
+    assert code == 3
+    assert out.getvalue().count("[flaky] hello") == 3  # first run + 2 restarts
+    assert "[server] ready" in out.getvalue()
+    assert supervisor.children["server"].returncode() is not None  # stopped with the stack
+    assert time.monotonic() - started < 15
+
+
+def test_stop_policy_stops_everything_when_one_child_exits() -> None:
+    out = io.StringIO()
+    specs = [ChildSpec("server", [PY, "-c", SERVER]), ChildSpec("short", [PY, "-c", "exit(4)"])]
+    supervisor = Supervisor(specs, on_exit="stop", grace_s=2.0, out=out)
+    assert supervisor.run() == 4
+    assert supervisor.children["server"].returncode() is not None
+
+
+def test_stop_request_interrupts_children_and_kills_stubborn_ones() -> None:
+    out = ReadySink(expected=2)
+    specs = [ChildSpec("polite", [PY, "-c", SERVER]), ChildSpec("stubborn", [PY, "-c", STUBBORN])]
+    supervisor = Supervisor(specs, grace_s=0.5, out=out)
+    stop = threading.Event()
+    runner = threading.Thread(target=lambda: supervisor.run(stop))
+    runner.start()
+    assert out.all_ready.wait(20)  # a stubborn child must be ignoring SIGINT before we stop
+    stop.set()
+    runner.join(timeout=10)
+    assert not runner.is_alive()
+    assert supervisor.children["polite"].returncode() is not None
+    assert supervisor.children["stubborn"].returncode() is not None  # killed after the grace period
+
+
+def test_stack_command_lines(tmp_path: Path) -> None:
+    scene = tmp_path / "s.gmdag"
+    settings = BrainSettings(
+        service={"mode": "async", "deterministic": True}, launcher={"with_dashboard": True}
+    )
+    specs = stack_specs(settings, gmdag_file=scene, corpus=None, actors=3)
+    names = [spec.name for spec in specs]
+    assert names[:2] == ["env", "brain"]
+    env, brain = specs[0].argv, specs[1].argv
+    assert env[3:] == [
+        "serve",
+        "--pub",
+        "--rep",
+        "--actors",
+        "3",
+        "--mode",
+        "async",
+        "--gmdag-file",
+        str(scene),
+    ]
+    assert brain[1:3] == ["-m", "navi_actor.service"] and "--deterministic" in brain
+    assert brain[brain.index("--mode") + 1] == "async"
+    assert ("dashboard" in names) == (__import__("importlib").util.find_spec("navi_dashboard") is not None)
+
+
+def test_supervisor_needs_children() -> None:
+    with pytest.raises(ValueError, match="nothing"):
+        Supervisor([])
