@@ -1,0 +1,59 @@
+"""Rollout collection: clipped actions reach physics, raw samples reach the learner, masks line up."""
+
+from __future__ import annotations
+
+import torch
+
+from navi_actor.models import NaviPolicy, PolicyConfig
+from navi_actor.runners.point_env import PointGoalEnv, PointStep
+from navi_actor.runners.rollout_collector import RolloutCollector
+from navi_actor.storage import RolloutStorage
+
+
+class RecordingEnv(PointGoalEnv):
+    """Remembers every action batch it was asked to execute."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.received: list[torch.Tensor] = []
+
+    def step(self, actions: torch.Tensor) -> PointStep:
+        self.received.append(actions.clone())
+        return super().step(actions)
+
+
+def make(max_steps: int = 5) -> tuple[RecordingEnv, NaviPolicy, RolloutStorage, RolloutCollector]:
+    torch.manual_seed(0)
+    env = RecordingEnv(3, azimuth=16, elevation=8, max_steps=max_steps)
+    wide = PolicyConfig(
+        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1, init_log_std=1.0
+    )
+    policy = NaviPolicy(wide)
+    storage = RolloutStorage(
+        16, 3, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
+    )
+    return env, policy, storage, RolloutCollector(env, policy, storage, seed=0)
+
+
+def test_physics_sees_clipped_actions_and_the_learner_the_raw_samples() -> None:
+    env, _, storage, collector = make()
+    collector.collect(0.99, 0.95)
+    executed = torch.stack(env.received)  # [T, B, 4]
+    assert executed.abs().max() <= 1.0
+    assert storage.actions.abs().max() > 1.0, "std e^1 must produce samples beyond [-1, 1]"
+    torch.testing.assert_close(executed, storage.actions.clamp(-1.0, 1.0))
+
+
+def test_episode_starts_follow_the_previous_step_and_only_truncations_bootstrap() -> None:
+    _, _, storage, collector = make(max_steps=5)
+    collector.collect(0.99, 0.95)
+    done = storage.terminated | storage.truncated
+    assert storage.truncated.any()
+    assert storage.episode_starts[0].all()  # the first rollout starts every episode
+    assert torch.equal(storage.episode_starts[1:], done[:-1])
+    assert (storage.final_values[~storage.truncated] == 0).all()
+    assert (storage.final_values[storage.truncated] != 0).all()
+    first_state = storage.sequence_states[0]
+    assert (first_state == 0).all()  # the initial state is the policy's zero state
+    collector.collect(0.99, 0.95)  # the next rollout continues the live episodes and state
+    assert torch.equal(storage.episode_starts[0], done[-1])
