@@ -35,7 +35,9 @@ def qualify_asset(
         settings: environment settings (sensor horizon, spawn clearance and thresholds).
         seed: candidate sampling seed.
         source_bounds: min/max corner of the source geometry; when given, the summary also counts
-            the viable spawns inside it (``viable_inside``).
+            the viable spawns inside it (``viable_inside``) and the verdict is FAIL when there is
+            none: procedural scenes are closed buildings, and a drone spawned on the roof or in
+            the padding around them learns nothing about indoor navigation.
 
     Returns:
         JSON-friendly summary: verdict (PASS/FAIL), reason, viable spawns, candidates, free
@@ -67,4 +69,7 @@ def qualify_asset(
         lo, hi = np.asarray(source_bounds[0]), np.asarray(source_bounds[1])
         inside = ((report.positions > lo) & (report.positions < hi)).all(axis=1)
         summary["viable_inside"] = int(inside.sum())
+        if summary["verdict"] == "PASS" and not inside.any():
+            summary["verdict"] = "FAIL"
+            summary["reason"] = f"no viable spawn inside the source bounds ({len(inside)} outside only)"
     return summary
