@@ -38,6 +38,7 @@ def test_promote_latest_and_best(tmp_path: Path) -> None:
     on_disk = json.loads((tmp_path / "models" / "registry.json").read_text())
     assert on_disk["schema_version"] == 1 and len(on_disk["models"]) == 3
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [
+        ".registry.lock",
         "latest.pt",
         "registry.json",
         "v001.pt",
@@ -68,3 +69,17 @@ def test_malformed_index_is_a_clear_error(tmp_path: Path) -> None:
     (folder / "registry.json").write_text("{not json")
     with pytest.raises(ValueError, match="malformed"):
         ModelRegistry(folder).entries()
+
+
+def test_concurrent_promotions_get_distinct_versions(tmp_path: Path) -> None:
+    import threading
+
+    paths = [write(tmp_path, f"c{i}.pt", i, float(i)) for i in range(4)]
+    registry = ModelRegistry(tmp_path / "models")
+    threads = [threading.Thread(target=registry.promote, args=(path,)) for path in paths]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(entry.version for entry in registry.entries()) == [1, 2, 3, 4]
+    assert sorted(entry.step_id for entry in registry.entries()) == [0, 1, 2, 3]

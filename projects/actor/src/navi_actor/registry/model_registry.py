@@ -7,10 +7,13 @@ place, so readers never see a half-written model. "Best" is the entry with the h
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from navi_actor.checkpoints.format import load_checkpoint
+from navi_actor.checkpoints.format import Checkpoint, load_checkpoint
 
 log = structlog.get_logger()
 
@@ -69,6 +72,17 @@ def _atomic_write_bytes(path: Path, writer: Any) -> None:
 def _atomic_copy(source: Path, destination: Path) -> None:
     with source.open("rb") as origin:
         _atomic_write_bytes(destination, lambda stream: shutil.copyfileobj(origin, stream))
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock so two trainers cannot both claim the same version number."""
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 class ModelRegistry:
@@ -128,6 +142,12 @@ class ModelRegistry:
         """
         loaded = load_checkpoint(checkpoint)  # refuse to register anything unreadable
         self.folder.mkdir(parents=True, exist_ok=True)
+        with _exclusive(self.folder / ".registry.lock"):
+            return self._append(checkpoint, loaded, notes, tags)
+
+    def _append(
+        self, checkpoint: Path, loaded: Checkpoint, notes: str, tags: list[str] | None
+    ) -> RegistryEntry:
         registry = self._read()
         version = max((entry.version for entry in registry.models), default=0) + 1
         entry = RegistryEntry(
