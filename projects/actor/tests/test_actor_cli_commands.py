@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 import structlog
 import torch
@@ -90,11 +91,24 @@ def test_train_auto_resumes_from_the_registry(tmp_path: Path) -> None:
     assert fresh.exit_code == 0
 
 
-def test_brain_reaches_the_same_commands_and_bare_brain_says_issue_6(tmp_path: Path) -> None:
+def test_brain_reaches_the_same_commands_and_bare_brain_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert set(main.commands) <= set(brain_main.commands)
+    assert {"train", "evaluate", "compare", "promote", "models", "serve", "infer", "bc-pretrain"} <= set(
+        main.commands
+    )
     assert invoke(tmp_path, "models", group=brain_main).exit_code == 0
+    served: list[bool] = []
+
+    @click.command("serve")
+    def fake_serve() -> None:
+        served.append(True)
+
+    monkeypatch.setitem(main.commands, "serve", fake_serve)
     bare = CliRunner().invoke(brain_main, [])
-    assert bare.exit_code != 0 and "issue 6" in bare.output
+    assert bare.exit_code == 0, bare.output
+    assert served == [True]
 
 
 def test_bad_input_gives_clear_errors(tmp_path: Path) -> None:

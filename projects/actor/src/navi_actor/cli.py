@@ -335,12 +335,26 @@ def compare(
     click.echo("B - A: " + ", ".join(f"{key} {value:+.4f}" for key, value in delta.items()))
 
 
+def _register_service_commands() -> None:
+    """Commands owned by other modules: behaviour cloning (bc), the brain service and inference."""
+    from navi_actor.bc.command import bc_pretrain
+    from navi_actor.inference.command import infer
+    from navi_actor.service.command import serve
+
+    for command in (bc_pretrain, serve, infer):
+        main.add_command(command)
+
+
+_register_service_commands()
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.pass_context
 def brain_main(ctx: click.Context) -> None:
-    """Navi brain: bare ``brain`` serves the policy; subcommands reach the navi-actor commands."""
+    """Navi brain: bare ``brain`` serves the policy (``navi-actor serve`` with its defaults);
+    subcommands reach the navi-actor commands."""
     if ctx.invoked_subcommand is None:
-        raise click.ClickException("the brain service is not built yet (issue 6)")
+        ctx.invoke(main.commands["serve"])
 
 
 for _name, _command in main.commands.items():

@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from navi_actor.bc.config import BCConfig
 from navi_actor.models import PolicyConfig
 from navi_actor.shaping.reward_shaper import ShapingConfig
 from navi_contracts.settings import NaviSettings, SettingsGroup
@@ -144,6 +145,7 @@ class ActorSettings(NaviSettings):
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     environment: EnvironmentChoice = Field(default_factory=EnvironmentChoice)
     train: TrainConfig = Field(default_factory=TrainConfig)
+    bc: BCConfig = Field(default_factory=BCConfig)
 
     @model_validator(mode="after")
     def _check_cross_field_rules(self) -> ActorSettings:
