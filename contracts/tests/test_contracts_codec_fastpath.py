@@ -179,6 +179,49 @@ def test_replaced_array_values_agree(base: WireModel, data: st.DataObject) -> No
     assert_paths_agree(lambda: decode(payload))
 
 
+@settings(max_examples=250, deadline=None)
+@given(st.sampled_from(ARRAY_BASES), st.data())
+def test_reshaped_arrays_agree(base: WireModel, data: st.DataObject) -> None:
+    """Shapes with another rank, a wrong fixed axis (position [B,3]) or batch, data to match or not."""
+    plain = _plain(base)
+    array_map, _ = data.draw(st.sampled_from(_array_maps(plain)))
+    shape = list(array_map["shape"])
+    change = data.draw(st.sampled_from(["axis", "axis", "append", "drop", "any"]))
+    if change == "axis":
+        shape[data.draw(st.integers(0, len(shape) - 1))] = data.draw(st.integers(0, 5))
+    elif change == "append":
+        shape.append(1)
+    elif change == "drop":
+        shape.pop()
+    else:
+        shape = data.draw(st.lists(st.integers(0, 5), max_size=4))
+    itemsize = np.dtype(array_map["dtype"]).itemsize
+    size = int(np.prod(shape)) * itemsize + data.draw(st.sampled_from([0, 0, 0, 1, -1]))
+    array_map["shape"] = shape
+    array_map["data"] = bytes(max(size, 0))
+    if data.draw(st.booleans()):
+        array_map["dtype"] = data.draw(st.sampled_from(["<f4", "<i4", "<i8", "|b1", "<f8", ">f4", "x"]))
+    payload = msgpack.packb(plain, use_bin_type=True)
+    assert_paths_agree(lambda: decode(payload))
+
+
+@pytest.mark.parametrize(
+    ("base", "path", "shape"),
+    [(0, "poses.position", [2, 4]), (0, "poses.position", [2, 2]), (0, "poses.position", [2, 3, 1]),
+     (0, "poses.yaw", [3]), (0, "depth", [2, 8, 5]), (0, "env_ids", [1]), (3, "actions", [3, 5])],
+)  # fmt: skip
+def test_wrong_shapes_with_matching_data_agree(base: int, path: str, shape: list[int]) -> None:
+    """Fixed axes, rank and cross-field sizes are checked even when the byte count fits the shape."""
+    plain = _plain(BASES[base])
+    target = plain
+    for key in path.split("."):
+        target = target[key]
+    target["shape"] = shape
+    target["data"] = bytes(int(np.prod(shape)) * np.dtype(target["dtype"]).itemsize)
+    payload = msgpack.packb(plain, use_bin_type=True)
+    assert assert_paths_agree(lambda: decode(payload)) == "error"
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(BASES), st.data())
 def test_bit_flipped_payloads_agree(base: WireModel, data: st.DataObject) -> None:

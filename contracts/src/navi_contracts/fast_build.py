@@ -27,7 +27,8 @@ import annotated_types
 import numpy as np
 
 from navi_contracts.arrays import ArraySpec
-from navi_contracts.fast_arrays import DataGetter, SlowPathNeededError, array_decoder
+from navi_contracts.fast_arrays import DataGetter, SlowPathNeededError
+from navi_contracts.fast_codegen import DecodeFunction, compile_decoder
 from navi_contracts.model_base import WireModel, array_specs, nested_models
 from navi_contracts.settings import ContractLimits
 
@@ -38,7 +39,7 @@ Check = Callable[[Any], Any]
 
 _INT64 = 1 << 63
 _NONE_TYPE = type(None)
-_REQUIRED = object()
+REQUIRED = object()
 _object_setattr = object.__setattr__
 
 
@@ -201,53 +202,29 @@ class FastBuilder:
         self.cls = cls
         self.names = frozenset(cls.model_fields)
         self.decode_fields: list[tuple[str, int, Any, Check, Any]] = []
+        self.array_fields: dict[str, tuple[ArraySpec, list[Callable[[Any], Any]]]] = {}
         for name, field_info in cls.model_fields.items():
             if field_info.alias is not None or field_info.validation_alias is not None:
                 raise _UnsupportedError(f"alias on {name}")
             validators = field_validators.get(name, [])
             check = _chain(_field_check(field_info.annotation, list(field_info.metadata)), validators)
-            default = _REQUIRED if field_info.is_required() else field_info
+            default = REQUIRED if field_info.is_required() else field_info
             role, decoder = _decode_role(cls, name, check, validators)
             self.decode_fields.append((name, role, decoder, check, default))
+            if role == ROLE_ARRAY:
+                self.array_fields[name] = (array_specs(cls)[name], validators)
         self.kind = cls.WIRE_KIND
         self.version = cls.SCHEMA_VERSION
         self.decode_names = self.names | {"kind"}
         self.has_payload = "payload" in self.names
+        self.decode: DecodeFunction = compile_decoder(self)
+        """``decode(raw, limits, get_data) -> model``: decode a field map as
+        :func:`~navi_contracts.codec_common.decode_model` would, with every check of the codec's slow
+        path (kind, version, array maps, limits) fused with the model's checks; raises (anything)
+        wherever the slow path must decide. ``raw`` is not modified, so the slow path can start over."""
 
-    def decode(self, raw: Any, limits: ContractLimits, get_data: DataGetter) -> WireModel:
-        """Decode a field map as :func:`~navi_contracts.codec_common.decode_model` would.
-
-        Runs every check of the codec's slow path (kind, version, array maps, limits) fused with
-        the model's checks; raises (anything) wherever the slow path must decide. ``raw`` is not
-        modified, so the slow path can start over from it.
-        """
-        if type(raw) is not dict or not raw.keys() <= self.decode_names:
-            raise SlowPathNeededError
-        if raw.get("kind") != self.kind or type(raw.get("schema_version")) is not int:
-            raise SlowPathNeededError
-        if self.has_payload:
-            payload = raw.get("payload")
-            if payload and len(payload) > limits.max_payload_entries:
-                raise SlowPathNeededError
-        values: dict[str, Any] = {}
-        for name, role, decoder, check, default in self.decode_fields:
-            if name in raw:
-                value = raw[name]
-                if value is None or role == _SCALAR:
-                    values[name] = check(value)  # None: the slow path leaves it to pydantic too
-                elif role == _ARRAY:
-                    values[name] = decoder(value, limits, get_data)
-                else:
-                    values[name] = decoder.decode(value, limits, get_data)
-            elif default is _REQUIRED:
-                raise SlowPathNeededError
-            else:
-                values[name] = default.get_default(call_default_factory=True, validated_data=values)
-        fields_set = set(raw)
-        fields_set.discard("kind")
-        return self._construct(values, fields_set)
-
-    def _construct(self, values: dict[str, Any], fields_set: set[str]) -> WireModel:
+    def construct(self, values: dict[str, Any], fields_set: set[str]) -> WireModel:
+        """The instance ``model_construct`` would make, after the model validators accepted it."""
         model = self.cls.__new__(self.cls)
         _object_setattr(model, "__dict__", values)
         _object_setattr(model, "__pydantic_fields_set__", fields_set)
@@ -259,34 +236,21 @@ class FastBuilder:
         return model
 
 
-_SCALAR, _ARRAY, _NESTED = 0, 1, 2
+ROLE_SCALAR, ROLE_ARRAY, ROLE_NESTED = 0, 1, 2
 
 
 def _decode_role(cls: type[WireModel], name: str, check: Check, validators: list[Any]) -> tuple[int, Any]:
     """How :meth:`FastBuilder.decode` treats a field: (role, checker), as the codec's slow path does."""
     spec = array_specs(cls).get(name)
     if spec is not None:
-        return _ARRAY, _chain3(array_decoder(spec), validators)
+        return ROLE_ARRAY, None
     nested = nested_models(cls).get(name)
     if nested is None:
-        return _SCALAR, check
+        return ROLE_SCALAR, check
     builder = builder_for(nested)
     if validators or builder is None:
         raise _UnsupportedError(f"nested field {name}")
-    return _NESTED, builder
-
-
-def _chain3(decoder: Callable[..., Any], validators: list[Callable[[Any], Any]]) -> Callable[..., Any]:
-    if not validators:
-        return decoder
-
-    def chained(value: Any, limits: ContractLimits, get_data: DataGetter) -> Any:
-        result = decoder(value, limits, get_data)
-        for validator in validators:
-            result = validator(result)
-        return result
-
-    return chained
+    return ROLE_NESTED, builder
 
 
 @cache
