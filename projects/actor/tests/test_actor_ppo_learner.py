@@ -134,3 +134,13 @@ def test_reference_kl_penalty_is_reported_and_decays() -> None:
     assert result.metrics["reference_kl"] > 0
     assert learner.reference_kl_coef() == 0.5
     assert not any(p.requires_grad for p in reference.parameters())
+
+
+def test_divergence_stops_the_update_with_a_clear_error() -> None:
+    torch.manual_seed(4)
+    policy = NaviPolicy(SMALL)
+    storage = collected(policy)
+    storage.returns[0, 0] = float("inf")  # a poisoned target makes the value loss non-finite
+    learner = PPOLearner(policy, PPOConfig(epochs=2, num_minibatches=2, target_kl=None))
+    with pytest.raises(FloatingPointError, match="non-finite value_loss"):
+        learner.update(storage)

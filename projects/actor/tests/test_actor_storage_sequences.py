@@ -31,7 +31,7 @@ def filled_storage() -> RolloutStorage:
 def test_buffers_start_as_nan_sentinels_and_learning_refuses_them() -> None:
     storage = RolloutStorage(T, B, obs_shape=OBS, action_dim=4, state_size=S, sequence_length=L)
     assert storage.rewards.isnan().all() and storage.obs.isnan().all()
-    with pytest.raises(RuntimeError, match="unwritten"):
+    with pytest.raises(RuntimeError, match="unwritten slots"):
         storage.compute_returns(torch.zeros(B), 0.99, 0.95)
 
 

@@ -177,7 +177,7 @@ def train(
             progress=lambda line: click.echo(line, err=True),
         )
         summary = runner.run_training()
-    except ValueError as error:  # CheckpointError and incompatible settings
+    except (ValueError, FloatingPointError) as error:  # bad checkpoint or settings; a diverged update
         raise click.ClickException(str(error)) from error
     finally:
         if telemetry is not None:

@@ -7,6 +7,7 @@ early stop is decided), so the inner loop never synchronises with the host.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -123,6 +124,15 @@ class PPOLearner:
         for _epoch in range(cfg.epochs):
             epoch_metrics = self._run_epoch(storage, generator, timer, auxiliary_step, on_minibatch)
             per_epoch.append(epoch_metrics)
+            diverged = [
+                k for k in ("policy_loss", "value_loss", "grad_norm") if not math.isfinite(epoch_metrics[k])
+            ]
+            if diverged:
+                raise FloatingPointError(
+                    f"PPO update {self.update_index} produced non-finite {', '.join(diverged)}; stopping "
+                    "before more steps corrupt the weights (resume from the last checkpoint with a lower "
+                    "learning rate)"
+                )
             if cfg.target_kl is not None and epoch_metrics["approx_kl"] > cfg.target_kl:
                 early_stopped = True
                 break

@@ -147,11 +147,14 @@ class RolloutStorage:
             gae_lambda: GAE lambda.
 
         Raises:
-            RuntimeError: if any reward, value or log-prob slot was never written.
+            RuntimeError: if any reward, value or log-prob is NaN (never written, or a NaN reward).
         """
         written = torch.stack([self.rewards.isnan().any(), self.values.isnan().any()])
         if bool(written.any() or self.log_probs.isnan().any()):
-            raise RuntimeError("rollout storage has unwritten slots: collect a full rollout before learning")
+            raise RuntimeError(
+                "rollout storage holds NaN rewards, values or log-probs: unwritten slots (collect a full "
+                "rollout before learning) or a non-finite reward from the environment"
+            )
         advantages, returns = gae_advantages(
             self.rewards,
             self.values,
