@@ -57,7 +57,7 @@ class SceneAtlas:
             "coarse_dist": torch.from_numpy(self.coarse_dist).to(device),
             "coarse_sem": torch.from_numpy(self.coarse_sem.astype(np.int32)).to(device),
             "brick_index": torch.from_numpy(self.brick_index.astype(np.int64)).to(device),
-            "bricks_sdf": torch.from_numpy(self.bricks_sdf).to(device),
+            "bricks_sdf": torch.from_numpy(self.bricks_sdf).to(device),  # int16 quanta
             "bricks_sem": torch.from_numpy(self.bricks_sem.astype(np.int32)).to(device),
         }
 
@@ -86,7 +86,7 @@ def pack_scenes(scenes: Sequence[RuntimeScene]) -> SceneAtlas:
         coarse_dist=np.concatenate([s.coarse_dist for s in scenes]),
         coarse_sem=np.concatenate([s.coarse_sem for s in scenes]),
         brick_index=np.concatenate(brick_parts),
-        bricks_sdf=_flat_pool([s.bricks_sdf for s in scenes], np.float32),
+        bricks_sdf=_flat_pool([s.bricks_sdf for s in scenes], np.int16),
         bricks_sem=_flat_pool([s.bricks_sem for s in scenes], np.uint16),
     )
 

@@ -26,9 +26,12 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from navi_environment.runtime.scene import BRICK_QUANTA
+
 # numba kernels take positional arguments only (no keyword-only parameters in nopython mode), hence
 # the PLR0917 exemptions below.
 _FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}  # no 'nnan'/'ninf': keep comparisons honest
+_INV_QUANTA = 1.0 / BRICK_QUANTA
 _OUTSIDE = 1.0e9  # distance reported for points outside every scene cube (free, no surface known)
 
 
@@ -65,13 +68,17 @@ def _distance_at(ux, uy, uz, C, coff, coarse_dist, brick_index, bricks_sdf, voxe
         + (int(y0) - (cy << 3) + 1) * 10
         + (int(z0) - (cz << 3) + 1)
     )
-    c00 = bricks_sdf[base] + (bricks_sdf[base + 1] - bricks_sdf[base]) * wz
-    c01 = bricks_sdf[base + 10] + (bricks_sdf[base + 11] - bricks_sdf[base + 10]) * wz
-    c10 = bricks_sdf[base + 100] + (bricks_sdf[base + 101] - bricks_sdf[base + 100]) * wz
-    c11 = bricks_sdf[base + 110] + (bricks_sdf[base + 111] - bricks_sdf[base + 110]) * wz
+    v000 = float(bricks_sdf[base])
+    v010 = float(bricks_sdf[base + 10])
+    v100 = float(bricks_sdf[base + 100])
+    v110 = float(bricks_sdf[base + 110])
+    c00 = v000 + (float(bricks_sdf[base + 1]) - v000) * wz
+    c01 = v010 + (float(bricks_sdf[base + 11]) - v010) * wz
+    c10 = v100 + (float(bricks_sdf[base + 101]) - v100) * wz
+    c11 = v110 + (float(bricks_sdf[base + 111]) - v110) * wz
     c0 = c00 + (c01 - c00) * wy
     c1 = c10 + (c11 - c10) * wy
-    return c0 + (c1 - c0) * wx, cell, b
+    return (c0 + (c1 - c0) * wx) * (voxel * _INV_QUANTA), cell, b
 
 
 @njit(cache=True, fastmath=_FAST, nogil=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from navi_environment.runtime.scene import BRICK_QUANTA
+
 _CORNERS = (0, 1, 10, 11, 100, 101, 110, 111)  # brick-local offsets of the 8 trilinear samples
 _DONE_CHECK_EVERY = 8  # iterations between host syncs that ask "are all rays finished?"
 
@@ -21,9 +23,12 @@ def _cells(u: torch.Tensor, C: torch.Tensor, coff: torch.Tensor) -> tuple[torch.
 
 
 def distance_at(
-    u: torch.Tensor, C: torch.Tensor, coff: torch.Tensor, atlas: dict[str, torch.Tensor]
+    u: torch.Tensor, C: torch.Tensor, coff: torch.Tensor, voxel: torch.Tensor, atlas: dict[str, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Distance at voxel coordinates ``u`` [N,3] (inside the cube). Returns ``(d [N], brick [N])``."""
+    """Distance (metres) at voxel coordinates ``u`` [N,3] inside the cube, voxel sizes ``voxel`` [N].
+
+    Returns ``(d [N], brick [N])``; brick -1 means ``d`` is the coarse cell's safe bound.
+    """
     cell, c = _cells(u, C, coff)
     brick = atlas["brick_index"][cell]
     f = u - 0.5
@@ -32,14 +37,14 @@ def distance_at(
     local = f0.long() - (c << 3) + 1
     base = brick.clamp(min=0) * 1000 + local[:, 0] * 100 + local[:, 1] * 10 + local[:, 2]
     corners = torch.tensor(_CORNERS, device=u.device, dtype=torch.long)
-    v = atlas["bricks_sdf"][base[:, None] + corners[None, :]]  # [N, 8]
+    v = atlas["bricks_sdf"][base[:, None] + corners[None, :]].to(u.dtype)  # [N, 8] int16 quanta
     c00 = v[:, 0] + (v[:, 1] - v[:, 0]) * w[:, 2]
     c01 = v[:, 2] + (v[:, 3] - v[:, 2]) * w[:, 2]
     c10 = v[:, 4] + (v[:, 5] - v[:, 4]) * w[:, 2]
     c11 = v[:, 6] + (v[:, 7] - v[:, 6]) * w[:, 2]
     c0 = c00 + (c01 - c00) * w[:, 1]
     c1 = c10 + (c11 - c10) * w[:, 1]
-    interp = c0 + (c1 - c0) * w[:, 0]
+    interp = (c0 + (c1 - c0) * w[:, 0]) * (voxel / BRICK_QUANTA)
     return torch.where(brick < 0, atlas["coarse_dist"][cell], interp), brick
 
 
@@ -95,7 +100,7 @@ def march_rays(
         inside = ((u >= 0.0) & (u < upper)).all(dim=1)
         done |= ~inside
         u_safe = torch.minimum(u.clamp(min=0.0), upper - 1e-3)
-        d, brick = distance_at(u_safe, C, coff, atlas)
+        d, brick = distance_at(u_safe, C, coff, voxel, atlas)
         d = d - offsets
         at_surface = ~done & (d < eps)
         crossed = at_surface & (d < 0.0) & (d_prev > 0.0)
@@ -132,5 +137,5 @@ def query_points(
     u = (points - sf[:, :3]) / sf[:, 3:4]
     upper = si[:, 0:1].to(points.dtype)
     inside = ((u >= 0.0) & (u < upper)).all(dim=1)
-    d, _ = distance_at(torch.minimum(u.clamp(min=0.0), upper - 1e-3), si[:, 1], si[:, 2], atlas)
+    d, _ = distance_at(torch.minimum(u.clamp(min=0.0), upper - 1e-3), si[:, 1], si[:, 2], sf[:, 3], atlas)
     return torch.where(inside, d, torch.full_like(d, 1.0e9))

@@ -1,0 +1,54 @@
+"""Backend throughput measurement shared by ``navi-environment bench-sdfdag`` and scripts/bench_tracer.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from navi_environment.backend import SdfDagBackend
+from navi_environment.config import EnvironmentSettings
+from navi_environment.runtime.scene import RuntimeScene
+
+
+def bench_backend(
+    settings: EnvironmentSettings,
+    actors: int,
+    steps: int,
+    *,
+    scene_paths: list[Path] | None = None,
+    scenes: Sequence[RuntimeScene] | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+) -> dict[str, float]:
+    """Time ``steps`` full backend steps with random actions, then the same number of bare traces.
+
+    Returns:
+        ``ms_per_step``, ``steps_per_s`` (drone-steps/s), ``trace_ms`` (sensor trace of all drones
+        at the final poses) and ``trace_share`` (trace_ms / ms_per_step).
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    backend = SdfDagBackend(settings, actors, device=device, scene_paths=scene_paths, scenes=scenes)
+    backend.reset(seed=seed)
+    gen = torch.Generator(device=backend.device).manual_seed(seed)
+    actions = [torch.rand(actors, 4, generator=gen, device=backend.device) * 2 - 1 for _ in range(steps)]
+    backend.step(actions[0])  # warm-up: kernels compiled or loaded from cache
+    start = time.perf_counter()
+    for action in actions:
+        backend.step(action)
+    step_s = (time.perf_counter() - start) / steps
+    start = time.perf_counter()
+    for _ in range(steps):
+        backend.tracer.trace_sensor(backend.position, backend.yaw, backend.atlas_ids, backend.obs)
+    trace_s = (time.perf_counter() - start) / steps
+    return {
+        "actors": actors,
+        "steps": steps,
+        "ms_per_step": step_s * 1e3,
+        "steps_per_s": actors / step_s,
+        "trace_ms": trace_s * 1e3,
+        "trace_share": trace_s / step_s,
+    }
