@@ -65,7 +65,7 @@ def main(rounds: int, iterations: int, batch: int, azimuth: int, elevation: int)
     if decode(payload, expected=DistanceMatrix) != message or decode_frames(frames) != message:
         raise SystemExit("round trip failed: refusing to time a broken codec")
 
-    buffers = [array.reshape(-1).view(np.uint8) for array in arrays]
+    buffers = [array.reshape(-1).view(np.uint8).data for array in arrays]
     variants: dict[str, Callable[[], object]] = {
         "copy": lambda: [np.copy(array) for array in arrays],
         # The floor: the one copy a single payload needs, and the value checks every receiver runs.

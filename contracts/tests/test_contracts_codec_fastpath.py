@@ -275,7 +275,7 @@ def _same_structure(left: Any, right: Any) -> bool:
 def _layout_fields(payload: bytes) -> list[tuple[int, str, int]]:
     """(offset, struct code, width) of every field of the template learned from ``payload``."""
     codec_template.forget()
-    codec_template.learn(memoryview(payload), default_limits())
+    codec_template.record(memoryview(payload), default_limits())
     template = codec_template._TEMPLATES[len(payload)]
     fields, offset = [], 0
     for size, code in re.findall(r"(\d*)([a-zA-Z])", template.layout.format.lstrip(">")):
@@ -308,7 +308,7 @@ def test_fixint_fields_only_take_fixints(model: WireModel) -> None:
         for byte in (0x00, 0x7F, 0x80, 0x90, 0xA0, 0xC0, 0xCC, 0xDF, 0xE0, 0xFF):
             changed = bytearray(payload)
             changed[offset] = byte
-            codec_template.learn(memoryview(payload), default_limits())
+            codec_template.record(memoryview(payload), default_limits())
             assert_paths_agree(lambda data=bytes(changed): decode(data))
 
 
@@ -316,7 +316,9 @@ def test_fixint_fields_only_take_fixints(model: WireModel) -> None:
 def test_template_parse_equals_the_reader(model: WireModel) -> None:
     codec_template.forget()
     payload = encode(model)
-    decode(payload)  # learns the layout
+    decode(payload)
+    assert codec_template.parse(memoryview(payload), default_limits()) is None  # learned when seen twice
+    decode(payload)
     other = encode(model.model_copy(update={"timestamp": 1.5e9}))
     for data in (payload, other):
         view = memoryview(data)
@@ -331,7 +333,7 @@ def test_template_parse_equals_the_reader(model: WireModel) -> None:
 
 def test_template_serves_only_its_limits() -> None:
     payload = encode(LARGE_BASES[0])
-    decode(payload)
+    codec_template.record(memoryview(payload), default_limits())
     strict = ContractLimits(max_batch=1)
     assert codec_template.parse(memoryview(payload), strict) is None
     assert assert_paths_agree(lambda: decode(payload, limits=strict)) == "error"

@@ -2,8 +2,9 @@
 
 A stream of observations repeats one byte layout: the same keys, dtypes, shapes and header widths;
 only numbers and array bytes change. Walking ~100 msgpack objects in Python cost ~45 us per message,
-more than the one copy the encoder makes. After a payload of at least :data:`MIN_TEMPLATE_BYTES`
-has been decoded the ordinary way, :func:`learn` records its layout as
+more than the one copy the encoder makes. Once payloads of one length (at least
+:data:`MIN_TEMPLATE_BYTES`) have been decoded the ordinary way twice, :func:`learn` records the
+layout as
 
 - one ``struct`` format covering the whole payload: framing as fixed byte strings (``"12s"``),
   numbers that are map values as their big-endian fields, array bytes skipped (``"196608x"``);
@@ -57,6 +58,8 @@ class Template:
 
 
 _TEMPLATES: dict[int, Template] = {}
+_SEEN: dict[int, bool] = {}
+MAX_SEEN = 256
 
 
 def parse(view: memoryview, limits: ContractLimits) -> Any | None:
@@ -85,9 +88,24 @@ def parse(view: memoryview, limits: ContractLimits) -> Any | None:
 
 
 def learn(view: memoryview, limits: ContractLimits) -> None:
-    """Record the layout of ``view``, a payload the ordinary reader accepted under ``limits``."""
-    if len(view) < MIN_TEMPLATE_BYTES:
+    """Record the layout of ``view``, a payload the ordinary reader accepted under ``limits``.
+
+    Learning costs a few walks (generating and compiling the rebuild code, ~0.4 ms), so a length
+    is learned the second time it is seen: a steady stream pays once, one-off payloads never.
+    """
+    length = len(view)
+    if length < MIN_TEMPLATE_BYTES:
         return
+    if len(_SEEN) >= MAX_SEEN:
+        _SEEN.clear()
+    if _SEEN.setdefault(length, False) is False:
+        _SEEN[length] = True
+        return
+    record(view, limits)
+
+
+def record(view: memoryview, limits: ContractLimits) -> None:
+    """Learn the layout of ``view`` now (see :func:`learn`)."""
     builder = _LayoutBuilder(view)
     try:
         expression = builder.value(None)
@@ -121,6 +139,7 @@ def learn(view: memoryview, limits: ContractLimits) -> None:
 def forget() -> None:
     """Drop every learned layout (tests)."""
     _TEMPLATES.clear()
+    _SEEN.clear()
 
 
 def _as_tuple(indices: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
