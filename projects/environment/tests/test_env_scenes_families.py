@@ -204,3 +204,24 @@ def test_parse_procedural(source: str, family: str, seed: int) -> None:
 def test_parse_procedural_rejects_bad_specs(source: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_procedural(source)
+
+
+@pytest.mark.parametrize(
+    ("family", "seeds"), [("apartment", range(8)), ("maze", range(4)), ("building", range(4))]
+)
+def test_ground_floor_free_space_is_one_connected_region(family: str, seeds: range) -> None:
+    """Doors and corridors connect every room: at 1 m height, the space a 0.3 m drone fits in,
+    inside the outer walls, is one 4-connected region apart from pockets under 1 m^2 (behind
+    furniture); a room cut off by a blocked door would be several m^2."""
+    from scipy import ndimage
+
+    for seed in seeds:
+        layout = generate(family, seed)
+        lo, hi = layout.bounds
+        xs = np.arange(lo[0] + 0.15, hi[0] - 0.15, 0.1)
+        ys = np.arange(lo[1] + 0.15, hi[1] - 0.15, 0.1)
+        grid = np.stack(np.meshgrid(xs, ys, [1.0], indexing="ij"), axis=-1).reshape(-1, 3)
+        free = (_numpy_box_sdf(layout, grid) > 0.3).reshape(len(xs), len(ys))
+        labels, _ = ndimage.label(free)
+        sizes = np.sort(np.bincount(labels.ravel())[1:])[::-1] * 0.01  # m^2 per region
+        assert len(sizes) >= 1 and (sizes[1:] < 1.0).all(), f"{family} seed {seed}: regions {sizes} m^2"

@@ -6,7 +6,13 @@ import math
 
 import numpy as np
 
-from navi_environment.scenes.layout import SLAB_THICKNESS_M, LayoutBuilder, SceneLayout, SemanticClass
+from navi_environment.scenes.layout import (
+    DOOR_WIDTH_M,
+    SLAB_THICKNESS_M,
+    LayoutBuilder,
+    SceneLayout,
+    SemanticClass,
+)
 
 _STAIR_WIDTH_M = 1.3
 _STAIR_RUN_M = 4.4
@@ -49,10 +55,14 @@ def generate_building(seed: int) -> SceneLayout:
             builder.slab(footprint, z0 - SLAB_THICKNESS_M, SemanticClass.FLOOR, holes=(stairwell, shaft))
         if level + 1 < floors:
             _stairs(builder, stair_x, 0.3, z0, storey)
-        cut = depth * float(rng.uniform(0.5, 0.65))
+        # The partition wall stays clear of the stairwell (landing at its far end) by 1 m.
+        cut = max(depth * float(rng.uniform(0.5, 0.65)), stairwell[3] + 1.0)
         doors = (float(rng.uniform(1.0, width * 0.45)), float(rng.uniform(width * 0.55, stair_x - 1.0)))
         builder.wall(0, cut, (0.0, width), (z0, z0 + storey - SLAB_THICKNESS_M), doors=doors)
-        split = float(rng.uniform(width * 0.3, width * 0.6))
+        # The perpendicular wall must not end inside one of those doorways.
+        candidates = np.linspace(width * 0.3, width * 0.6, 13)
+        clear = [x for x in candidates if min(abs(x - d) for d in doors) > DOOR_WIDTH_M]
+        split = float(rng.choice(clear)) if clear else float(width * 0.3)
         builder.wall(
             1,
             split,
