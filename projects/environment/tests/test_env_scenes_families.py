@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from navi_environment.gmdag.sample import sample_dense
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag
@@ -225,3 +227,18 @@ def test_ground_floor_free_space_is_one_connected_region(family: str, seeds: ran
         labels, _ = ndimage.label(free)
         sizes = np.sort(np.bincount(labels.ravel())[1:])[::-1] * 0.01  # m^2 per region
         assert len(sizes) >= 1 and (sizes[1:] < 1.0).all(), f"{family} seed {seed}: regions {sizes} m^2"
+
+
+@given(family=st.sampled_from(sorted(FAMILIES)), seed=st.integers(min_value=0, max_value=10**9))
+def test_procedural_spec_round_trips(family: str, seed: int) -> None:
+    spec = parse_procedural(f"procedural:{family}:seed={seed}")
+    assert parse_procedural(str(spec)) == spec and (spec.family, spec.seed) == (family, seed)
+
+
+@given(text=st.text(max_size=40))
+def test_procedural_parser_raises_only_value_error(text: str) -> None:
+    try:
+        spec = parse_procedural(text)
+    except ValueError:
+        return
+    assert spec.family in FAMILIES and spec.seed >= 0
