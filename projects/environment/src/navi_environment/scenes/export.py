@@ -39,7 +39,7 @@ def export_layout(layout: SceneLayout, path: str | Path) -> Path:
     """
     target = Path(path)
     suffix = target.suffix.lower().lstrip(".")
-    if suffix not in {"obj", "glb", "gltf", "ply", "stl"}:
+    if suffix not in {"obj", "glb", "ply", "stl"}:
         raise ValueError(f"{target}: cannot export a mesh as {suffix!r}; use .obj, .glb, .ply or .stl")
     target.parent.mkdir(parents=True, exist_ok=True)
     layout_mesh(layout).export(target)
