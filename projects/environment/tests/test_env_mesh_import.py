@@ -109,3 +109,13 @@ def test_repair_merges_vertices_and_orients_outward(tmp_path: Path) -> None:
     repaired = load_mesh(path, repair=True)
     assert len(raw.vertices) == 36 and len(repaired.vertices) == 8
     assert repaired.is_watertight and repaired.volume > 0
+
+
+def test_gltf_with_external_buffers_is_baked(tmp_path: Path) -> None:
+    scene = trimesh.Scene()
+    transform = trimesh.transformations.translation_matrix((5.0, 0.0, 0.0))
+    scene.add_geometry(trimesh.creation.box(extents=(1.0, 2.0, 3.0)), node_name="b", transform=transform)
+    for name, data in trimesh.exchange.gltf.export_gltf(scene).items():
+        (tmp_path / name).write_bytes(data)
+    mesh = load_mesh(tmp_path / "model.gltf")
+    np.testing.assert_allclose(mesh.bounds, [[4.5, -1.0, -1.5], [5.5, 1.0, 1.5]], atol=1e-6)
