@@ -73,6 +73,13 @@ def compile_source(
         sdf, semantic, bmin, voxel = mesh_grids(mesh, size)
         family, seed, canonical = "mesh", None, str(Path(source))
         lo, hi = mesh.bounds
+    # Stage progress for long single compiles (512^3 meshes take minutes): one event per stage.
+    log.info(
+        "corpus.scene.rasterised",
+        source=canonical,
+        resolution=size,
+        seconds=round(time.perf_counter() - started, 2),
+    )
     asset = compile_sdf_to_gmdag(
         sdf, semantic, bmin, voxel, far_tolerance_voxels=settings.far_tolerance_voxels, source=canonical
     )
