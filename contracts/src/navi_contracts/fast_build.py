@@ -9,10 +9,10 @@ and model validators. A :class:`FastBuilder` runs exactly those, in field order,
 instance the way ``model_construct`` does.
 
 Equivalence by construction: the fast path only ever *accepts*. A value of any other type, a missing
-or unknown field, or any failed check makes :func:`build_model` fall back to ``cls(**raw)``, the
-pydantic path, which decides and words the error. A class using a feature the builder does not
-understand never takes the fast path (:func:`builder_for` returns None). The hypothesis test
-``test_contracts_codec_fastpath.py`` checks both paths agree on accepted and rejected payloads.
+or unknown field, or any failed check makes :func:`fast_decode` return None, and the codec falls
+back to its slow path ending in ``cls(**raw)``, which decides and words the error. A class using a
+feature the builder does not understand never takes the fast path (:func:`builder_for` is None).
+The hypothesis tests in ``test_contracts_codec_fastpath.py`` check that both paths agree.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import annotated_types
 import numpy as np
 
 from navi_contracts.arrays import ArraySpec
-from navi_contracts.fast_arrays import DataGetter, SlowPathNeededError
+from navi_contracts.fast_arrays import DataGetter, SlowPathNeededError, inline_data
 from navi_contracts.fast_codegen import DecodeFunction, compile_decoder
 from navi_contracts.model_base import WireModel, array_specs, nested_models
 from navi_contracts.settings import ContractLimits
@@ -214,14 +214,15 @@ class FastBuilder:
             if role == ROLE_ARRAY:
                 self.array_fields[name] = (array_specs(cls)[name], validators)
         self.kind = cls.WIRE_KIND
-        self.version = cls.SCHEMA_VERSION
         self.decode_names = self.names | {"kind"}
         self.has_payload = "payload" in self.names
-        self.decode: DecodeFunction = compile_decoder(self)
+        self.decode: DecodeFunction = compile_decoder(self, inline=False)
         """``decode(raw, limits, get_data) -> model``: decode a field map as
         :func:`~navi_contracts.codec_common.decode_model` would, with every check of the codec's slow
         path (kind, version, array maps, limits) fused with the model's checks; raises (anything)
         wherever the slow path must decide. ``raw`` is not modified, so the slow path can start over."""
+        self.decode_inline: DecodeFunction = compile_decoder(self, inline=True)
+        """The same for single payloads, with :func:`~navi_contracts.fast_arrays.inline_data` inlined."""
 
     def construct(self, values: dict[str, Any], fields_set: set[str]) -> WireModel:
         """The instance ``model_construct`` would make, after the model validators accepted it."""
@@ -287,6 +288,8 @@ def fast_decode(cls: type[M], raw: Any, limits: ContractLimits, get_data: DataGe
     if builder is None:
         return None
     try:
-        return builder.decode(raw, limits, get_data)  # type: ignore[return-value]
+        if get_data is inline_data:
+            return builder.decode_inline(raw, limits, get_data)  # type: ignore[no-any-return]
+        return builder.decode(raw, limits, get_data)  # type: ignore[no-any-return]
     except Exception:  # any doubt at all: the slow path decides and words the error
         return None

@@ -1,11 +1,10 @@
 """Straight-line decode functions generated per model class for the fast path.
 
-:meth:`FastBuilder.decode_generic` loops over field descriptions and calls one closure per array;
-at ~100 Python operations per observation, that bookkeeping cost as much as the array checks. The
-code generated here does the same checks in the same order with every per-field fact (names, wire
-dtype, rank, fixed axes, batch axis, item size) bound as a constant and the array checks inlined.
-It is compiled once per class. Semantics are those of the generic loop, which the equivalence
-tests also run (see ``test_contracts_codec_fastpath.py``).
+A loop over field descriptions calling one closure per array spent as much time on bookkeeping as
+on the array checks. The code generated here runs the codec's structural checks and the model's
+checks with every per-field fact (name, wire dtype, rank, fixed axes, batch axis, item size) bound
+as a constant and the array checks inlined. It is compiled once per class and form (single payload
+or multipart). It accepts exactly what the slow path accepts (``test_contracts_codec_fastpath.py``).
 """
 
 from __future__ import annotations
@@ -58,8 +57,7 @@ _ARRAY = """\
         count = {product}
         if count > max_elements{batch_check}:
             raise E
-        data = get_data(value)
-        if len(data) != count * {itemsize}:
+{get_data}        if len(data) != count * {itemsize}:
             raise E
         array = ndarray(shape, DTYPE{i}, data)
 {bool_check}{range_check}        if not data.readonly:
@@ -73,7 +71,15 @@ _FOOTER = """\
 """
 
 
-def _array_code(index: int, name: str, builder: FastBuilder, namespace: dict[str, Any]) -> str:
+_GET_DATA = "        data = get_data(value)\n"
+_INLINE_DATA = """\
+        data = value["data"]
+        if len(value) != 3 or type(data) is not memoryview:
+            raise E
+"""
+
+
+def _array_code(index: int, name: str, builder: FastBuilder, namespace: dict[str, Any], inline: bool) -> str:
     spec, validators = builder.array_fields[name]
     rank = len(spec.dims)
     sizes = [f"s{axis}" for axis in range(rank)]
@@ -104,17 +110,19 @@ def _array_code(index: int, name: str, builder: FastBuilder, namespace: dict[str
         range_check=range_check,
         validators=validator_code,
         name=name,
+        get_data=_INLINE_DATA if inline else _GET_DATA,
     )
 
 
-def compile_decoder(builder: FastBuilder) -> DecodeFunction:
+def compile_decoder(builder: FastBuilder, inline: bool) -> DecodeFunction:
     """Generate and compile ``decode(raw, limits, get_data)`` for ``builder``'s class.
 
     Args:
         builder: the class's fast builder (field roles, checks, defaults, validators).
+        inline: single-payload form: array bytes are the map's ``data`` bin (``get_data`` unused).
 
     Returns:
-        A function with the semantics of :meth:`FastBuilder.decode_generic`.
+        The function (see :attr:`FastBuilder.decode`).
     """
     from navi_contracts.fast_build import REQUIRED, ROLE_ARRAY, ROLE_SCALAR
 
@@ -140,12 +148,13 @@ def compile_decoder(builder: FastBuilder) -> DecodeFunction:
                 "call_default_factory=True, validated_data=values)"
             )
         if role == ROLE_ARRAY:
-            present = _array_code(index, name, builder, namespace)
+            present = _array_code(index, name, builder, namespace, inline)
         elif role == ROLE_SCALAR:
             present = f"        values[{name!r}] = CHECK{index}(value)\n"
         else:
             namespace[f"NESTED{index}"] = decoder
-            present = f"        values[{name!r}] = NESTED{index}.decode(value, limits, get_data)\n"
+            method = "decode_inline" if inline else "decode"
+            present = f"        values[{name!r}] = NESTED{index}.{method}(value, limits, get_data)\n"
         parts.append(_FIELD.format(name=name, i=index, missing=missing, present=present.rstrip("\n")))
     parts.append(_FOOTER)
     exec("".join(parts), namespace)  # code generated from the class's own field descriptions
