@@ -75,16 +75,19 @@ def parse(view: memoryview, limits: ContractLimits) -> Any | None:
     template = _TEMPLATES.get(len(view))
     if template is None or (template.limits is not limits and template.limits != limits):
         return None
-    fields = template.layout.unpack_from(view)
-    if template.framing(fields) != template.expected_framing:
+    try:
+        fields = template.layout.unpack_from(view)
+        if template.framing(fields) != template.expected_framing:
+            return None
+        for index in template.positive_fixints:
+            if fields[index] > 0x7F:
+                return None
+        for index in template.negative_fixints:
+            if not -32 <= fields[index] <= -1:
+                return None
+        return template.rebuild(fields, view)
+    except Exception:  # cannot happen for a matching layout; the reader decides otherwise
         return None
-    for index in template.positive_fixints:
-        if fields[index] > 0x7F:
-            return None
-    for index in template.negative_fixints:
-        if not -32 <= fields[index] <= -1:
-            return None
-    return template.rebuild(fields, view)
 
 
 def learn(view: memoryview, limits: ContractLimits) -> None:
@@ -101,7 +104,10 @@ def learn(view: memoryview, limits: ContractLimits) -> None:
     if _SEEN.setdefault(length, False) is False:
         _SEEN[length] = True
         return
-    record(view, limits)
+    try:
+        record(view, limits)
+    except Exception:  # a template is only a shortcut: it must never fail a decode that succeeded
+        _TEMPLATES.pop(length, None)
 
 
 def record(view: memoryview, limits: ContractLimits) -> None:
