@@ -100,9 +100,7 @@ def test_checkpoint_is_bc_with_frozen_log_std_and_provenance(pretrained) -> None
     checkpoint = load_checkpoint(result.checkpoint)
     assert checkpoint.training_source == "bc" and checkpoint.parent_checkpoint is None
     assert checkpoint.policy_config == TINY
-    torch.testing.assert_close(
-        checkpoint.model["actor.log_std_param"], torch.full((4,), TINY.init_log_std), rtol=0, atol=0
-    )
+    assert torch.equal(checkpoint.model["actor.log_std_param"], torch.full((4,), TINY.init_log_std))
     assert [source["pilot"] for source in checkpoint.corpus_summary["demonstrations"]] == [
         "teacher",
         "teacher",

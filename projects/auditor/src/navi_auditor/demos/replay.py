@@ -62,6 +62,12 @@ def replay_demonstration(
     Returns:
         :class:`ReplayCheck`.
     """
+    batch = int(demo.metadata.get("batch_drones", 1))
+    if batch != 1:
+        raise DemoFormatError(
+            f"recorded as drone {demo.metadata.get('drone_index')} of a batch of {batch}: its trajectory "
+            "depends on the whole batch's random stream, so it cannot be re-flown alone"
+        )
     settings = environment_settings_of(demo)
     segment_ids = demo.frames["segment_ids"]
     worst, first_bad = 0.0, None
