@@ -57,3 +57,32 @@ def test_episode_starts_follow_the_previous_step_and_only_truncations_bootstrap(
     assert (first_state == 0).all()  # the initial state is the policy's zero state
     collector.collect(0.99, 0.95)  # the next rollout continues the live episodes and state
     assert torch.equal(storage.episode_starts[0], done[-1])
+
+
+class SceneTaggedEnv(PointGoalEnv):
+    """Reports a per-drone scene index the way SdfDagBackend does."""
+
+    def step(self, actions: torch.Tensor) -> PointStep:
+        step = super().step(actions)
+        step.info["scene_index"] = torch.arange(self.num_actors, dtype=torch.float32) + 7.0
+        return step
+
+
+def test_update_record_carries_active_actors_and_actor0_scene_for_the_dashboard() -> None:
+    from navi_actor.runners.progress import TrainingCounters, update_record
+
+    torch.manual_seed(0)
+    env = SceneTaggedEnv(3, azimuth=16, elevation=8, max_steps=5)
+    _, policy, storage, _ = make()
+    stats = RolloutCollector(env, policy, storage, seed=0).collect(0.99, 0.95)
+    assert stats.num_actors == 3
+    assert stats.scene_of_actor0 == 7.0
+
+    class _Result:
+        learning_rate, epochs_run, early_stopped = 1e-3, 1, False
+        metrics: dict[str, float] = {}
+        timings: dict[str, float] = {}
+
+    record = update_record(TrainingCounters(), stats, _Result(), 1.0)  # type: ignore[arg-type]
+    assert record["charts/active_actors"] == 3.0
+    assert record["charts/scene"] == 7.0

@@ -52,6 +52,8 @@ def update_record(
         "charts/learning_rate": result.learning_rate,
         "charts/epochs": float(result.epochs_run),
         "charts/kl_early_stop": float(result.early_stopped),
+        "charts/active_actors": float(stats.num_actors),
+        "charts/scene": stats.scene_of_actor0,
     }
     record |= {f"losses/{name}": value for name, value in result.metrics.items()}
     record |= {f"reward/{name}": value for name, value in stats.reward_terms.items()}

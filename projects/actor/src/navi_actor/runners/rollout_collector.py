@@ -43,6 +43,8 @@ class RolloutStats:
     mean_speed: float
     reward_terms: dict[str, float]  # mean per drone-step, "env/<term>" and "shaping/<term>"
     timings: dict[str, float]  # seconds: env, policy, shaping, bootstrap
+    num_actors: int = 0  # drones stepped together (the dashboard's "active actors")
+    scene_of_actor0: float = float("nan")  # scene index actor 0 flew last (NaN: env has no scenes)
 
 
 class RolloutCollector:
@@ -77,6 +79,7 @@ class RolloutCollector:
         self._running_return = torch.zeros(B, device=device)
         self._running_shaped = torch.zeros(B, device=device)
         self._running_length = torch.zeros(B, device=device)
+        self._scene_index: torch.Tensor | None = None  # [B] last scene per drone, read once per rollout
 
     @torch.no_grad()
     def collect(self, gamma: float, gae_lambda: float) -> RolloutStats:
@@ -147,6 +150,7 @@ class RolloutCollector:
         terms: dict[str, torch.Tensor],
     ) -> None:
         done = step.terminated | step.truncated
+        self._scene_index = step.info.get("scene_index", self._scene_index)
         self._running_return += step.reward
         self._running_shaped += reward
         self._running_length += 1
@@ -186,4 +190,6 @@ class RolloutCollector:
             mean_speed=means.pop("speed", 0.0),
             reward_terms=means,
             timings=timings,
+            num_actors=B,
+            scene_of_actor0=float(self._scene_index[0]) if self._scene_index is not None else float("nan"),
         )
