@@ -69,6 +69,7 @@ class SceneTaggedEnv(PointGoalEnv):
 
 
 def test_update_record_carries_active_actors_and_actor0_scene_for_the_dashboard() -> None:
+    from navi_actor.algorithms.ppo import UpdateResult
     from navi_actor.runners.progress import TrainingCounters, update_record
 
     torch.manual_seed(0)
@@ -78,11 +79,7 @@ def test_update_record_carries_active_actors_and_actor0_scene_for_the_dashboard(
     assert stats.num_actors == 3
     assert stats.scene_of_actor0 == 7.0
 
-    class _Result:
-        learning_rate, epochs_run, early_stopped = 1e-3, 1, False
-        metrics: dict[str, float] = {}
-        timings: dict[str, float] = {}
-
-    record = update_record(TrainingCounters(), stats, _Result(), 1.0)  # type: ignore[arg-type]
+    result = UpdateResult(metrics={}, timings={}, epochs_run=1, early_stopped=False, learning_rate=1e-3)
+    record = update_record(TrainingCounters(), stats, result, 1.0)
     assert record["charts/active_actors"] == 3.0
     assert record["charts/scene"] == 7.0
