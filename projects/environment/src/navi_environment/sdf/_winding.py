@@ -9,6 +9,7 @@ through their first-order (dipole) expansion, near ones exactly (van Oosterom & 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numba as nb
@@ -33,52 +34,9 @@ def _solid_angle(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> 
     return 2.0 * math.atan2(det, div)
 
 
-@nb.njit(cache=True, nogil=True)
-def _node_moments(  # noqa: PLR0917 - numba kernels take positional arrays
-    triangles: np.ndarray,
-    centroid: np.ndarray,
-    area_vec: np.ndarray,
-    members: np.ndarray,
-    centre: np.ndarray,
-    moment: np.ndarray,
-) -> None:
-    """Area-weighted centre, summed area vector and bounding radius of a cluster (written in place)."""
-    weight_sum = 1e-300
-    centre[:] = 0.0
-    moment[:] = 0.0
-    for m in members:
-        weight = math.sqrt(area_vec[m, 0] ** 2 + area_vec[m, 1] ** 2 + area_vec[m, 2] ** 2) + 1e-30
-        weight_sum += weight
-        for axis in range(3):
-            centre[axis] += weight * centroid[m, axis]
-            moment[axis] += area_vec[m, axis]
-    centre /= weight_sum
-    radius = 0.0
-    for m in members:
-        for v in range(3):
-            dx = triangles[m, v, 0] - centre[0]
-            dy = triangles[m, v, 1] - centre[1]
-            dz = triangles[m, v, 2] - centre[2]
-            radius = max(radius, math.sqrt(dx * dx + dy * dy + dz * dz))
-    moment[3] = radius
-
-
-@nb.njit(cache=True, nogil=True)
-def _widest_axis(centroid: np.ndarray, members: np.ndarray) -> int:
-    best_axis, best_spread = 0, -1.0
-    for axis in range(3):
-        lo, hi = np.inf, -np.inf
-        for m in members:
-            lo = min(lo, centroid[m, axis])
-            hi = max(hi, centroid[m, axis])
-        if hi - lo > best_spread:
-            best_axis, best_spread = axis, hi - lo
-    return best_axis
-
-
-@nb.njit(cache=True, nogil=True)
 def build_bvh(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Median-split BVH over triangle centroids.
+    """Median-split BVH over triangle centroids, built breadth-first in numpy (one vectorised step
+    per node; a compiled version spent longer compiling than building for typical meshes).
 
     Args:
         triangles: (T, 3, 3) float64 vertices.
@@ -88,45 +46,40 @@ def build_bvh(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
         children (M, 2) int64 (-1 for leaves); centres (M, 3) area-weighted centroids;
         moments (M, 4): dipole vector (sum of area vectors) and bounding radius around the centre.
     """
-    count = triangles.shape[0]
-    centroid = np.empty((count, 3))
-    area_vec = np.empty((count, 3))
-    for t in range(count):
-        a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
-        centroid[t] = (a + b + c) / 3.0
-        area_vec[t] = 0.5 * np.cross(b - a, c - a)
-    capacity = count // 2 + 3  # leaves split from > 8 members keep >= 4, so <= count / 4 leaves
-    order = np.arange(count)
-    ranges = np.zeros((capacity, 2), dtype=np.int64)
-    children = np.full((capacity, 2), -1, dtype=np.int64)
-    centres = np.zeros((capacity, 3))
-    moments = np.zeros((capacity, 4))
-    ranges[0, 1] = count
-    used = 1
-    stack = np.empty(capacity, dtype=np.int64)
-    stack[0] = 0
-    top = 0
-    while top >= 0:
-        node = stack[top]
-        top -= 1
-        start, end = ranges[node, 0], ranges[node, 1]
+    centroid = triangles.mean(axis=1)  # [T, 3]
+    area_vec = 0.5 * np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
+    weight = np.linalg.norm(area_vec, axis=1) + 1e-30
+    order = np.arange(len(triangles), dtype=np.int64)
+    ranges: list[tuple[int, int]] = [(0, len(triangles))]
+    children: list[list[int]] = [[-1, -1]]
+    centres: list[np.ndarray] = []
+    moments: list[np.ndarray] = []
+    for node in itertools.count():  # ranges grows while we walk it: breadth-first construction
+        if node == len(ranges):
+            break
+        start, end = ranges[node]
         members = order[start:end]
-        _node_moments(triangles, centroid, area_vec, members, centres[node], moments[node])
+        w = weight[members]
+        centre = (centroid[members] * w[:, None]).sum(axis=0) / w.sum()
+        radius = float(np.linalg.norm(triangles[members] - centre, axis=2).max())
+        centres.append(centre)
+        moments.append(np.append(area_vec[members].sum(axis=0), radius))
         if end - start <= _LEAF_SIZE:
             continue
-        axis = _widest_axis(centroid, members)
-        keys = np.empty(members.shape[0])
-        for m in range(members.shape[0]):
-            keys[m] = centroid[members[m], axis]
-        order[start:end] = members[np.argsort(keys, kind="mergesort")]
+        spread = np.ptp(centroid[members], axis=0)
+        axis = int(np.argmax(spread))
+        order[start:end] = members[np.argsort(centroid[members, axis], kind="stable")]
         middle = (start + end) // 2
-        for side, (lo, hi) in enumerate(((start, middle), (middle, end))):
-            ranges[used, 0], ranges[used, 1] = lo, hi
-            children[node, side] = used
-            top += 1
-            stack[top] = used
-            used += 1
-    return order, ranges[:used], children[:used], centres[:used], moments[:used]
+        children[node] = [len(ranges), len(ranges) + 1]
+        ranges += [(start, middle), (middle, end)]
+        children += [[-1, -1], [-1, -1]]
+    return (
+        order,
+        np.array(ranges, dtype=np.int64),
+        np.array(children, dtype=np.int64),
+        np.array(centres, dtype=np.float64),
+        np.array(moments, dtype=np.float64),
+    )
 
 
 @nb.njit(cache=True, parallel=True)
