@@ -55,6 +55,30 @@ def _leaf_refs(keys: np.ndarray, leaf_table: np.ndarray) -> np.ndarray:
     return (-ids - 2).astype(np.int32)
 
 
+def _classify_blocks(
+    sdf: np.ndarray, semantic: np.ndarray, voxel: float, tolerance: np.float32
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Per level k (blocks of 2^k voxels): block minima, void masks and far-collapse masks.
+
+    Void: minimum SDF above the block diagonal (never the root). Far: no semantic voxel and an SDF
+    range within ``tolerance``. Level 0 has no far mask (a voxel is a leaf anyway).
+    """
+    depth = sdf.shape[0].bit_length() - 1
+    minima, maxima, semantic_any = [sdf], [sdf], [semantic != 0]
+    for _ in range(depth):
+        lo, hi, sem = _build.reduce_block_stats(minima[-1], maxima[-1], semantic_any[-1])
+        minima.append(lo)
+        maxima.append(hi)
+        semantic_any.append(sem)
+    void_masks, far_masks = [sdf > np.float32(voxel * SQRT3)], [np.zeros((1, 1, 1), dtype=bool)]
+    for level in range(1, depth + 1):
+        diagonal = np.float32(voxel * (1 << level) * SQRT3)
+        void = minima[level] > diagonal if level < depth else np.zeros((1, 1, 1), dtype=bool)
+        void_masks.append(void)
+        far_masks.append(~semantic_any[level] & (maxima[level] - minima[level] <= tolerance) & ~void)
+    return minima, void_masks, far_masks
+
+
 def compile_sdf_to_gmdag(
     sdf: np.ndarray,
     semantic: np.ndarray,
@@ -88,23 +112,10 @@ def compile_sdf_to_gmdag(
     resolution = _validate_grids(sdf, semantic, bmin_array, float(voxel_size))
     voxel = float(np.float32(voxel_size))
     depth = resolution.bit_length() - 1
-    tolerance = np.float32(far_tolerance_voxels * voxel)
 
-    # Pyramid of block statistics: level k holds (R / 2^k)^3 blocks of edge 2^k voxels.
-    minima, maxima, semantic_any = [sdf], [sdf], [semantic != 0]
-    for _ in range(depth):
-        lo, hi, sem = _build.reduce_block_stats(minima[-1], maxima[-1], semantic_any[-1])
-        minima.append(lo)
-        maxima.append(hi)
-        semantic_any.append(sem)
-
-    void_masks, far_masks = [sdf > np.float32(voxel * SQRT3)], [np.zeros((1, 1, 1), dtype=bool)]
-    for level in range(1, depth + 1):
-        diagonal = np.float32(voxel * (1 << level) * SQRT3)
-        void = minima[level] > diagonal if level < depth else np.zeros((1, 1, 1), dtype=bool)
-        far = ~semantic_any[level] & (maxima[level] - minima[level] <= tolerance) & ~void
-        void_masks.append(void)
-        far_masks.append(far)
+    minima, void_masks, far_masks = _classify_blocks(
+        sdf, semantic, voxel, np.float32(far_tolerance_voxels * voxel)
+    )
 
     voxel_keys = (semantic.astype(np.uint32) << np.uint32(16)) | float32_to_half_bits(sdf).astype(np.uint32)
     min_keys = [float32_to_half_bits(minima[level]).astype(np.uint32) for level in range(depth + 1)]
