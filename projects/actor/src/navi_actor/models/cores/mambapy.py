@@ -38,7 +38,7 @@ class MambaSelectiveScanCore(TemporalCore):
             self.dt_proj.bias.copy_(init_dt_bias(self.d_inner))
         a_init = torch.arange(1, self.d_state + 1, dtype=torch.float32).repeat(self.d_inner, 1)
         self.a_log = nn.Parameter(torch.log(a_init))  # [d_inner, N], S4D-real init
-        self.skip = nn.Parameter(torch.ones(self.d_inner))
+        self.skip = nn.Parameter(torch.zeros(self.d_inner))  # 0, not 1: see Mamba2Core (residual carries x)
         self.out_proj = nn.Linear(self.d_inner, dim, bias=False)
         self.conv_state_size = self.conv.state_size
         self.state_size = self.conv_state_size + self.d_inner * self.d_state
