@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 
@@ -54,7 +53,7 @@ def infer(
     from navi_actor.inference.stepper import PolicyStepper
     from navi_actor.inference.telemetry import ActingTelemetry
     from navi_actor.runners.env_factory import build_environment
-    from navi_actor.service.command import artifacts_dir, build_brain_settings, start_process
+    from navi_actor.service.command import artifacts_dir, build_brain_settings, exit_now, start_process
     from navi_contracts import Publisher
 
     settings = build_brain_settings(
@@ -104,11 +103,12 @@ def infer(
             stop=stop,
         )
     except KeyboardInterrupt:
-        click.echo("infer: interrupted", err=True)
-        sys.exit(130)
-    finally:
         if publisher is not None:
             publisher.close()
+        click.echo("infer: interrupted", err=True)
+        exit_now(130)
+    if publisher is not None:
+        publisher.close()
     click.echo(
         f"infer: {summary.steps} steps x {built.env.num_actors} drones "
         f"({summary.steps_per_second:.1f} steps/s), {summary.episodes} episodes finished, policy "
