@@ -134,9 +134,11 @@ def test_mutated_files_raise_only_format_errors(
     except GmdagFormatError as error:
         assert "mutated.gmdag" in str(error)
         return
-    # Whatever the reader accepts must be safe to evaluate everywhere.
-    sdf, _ = sample_dense(asset)
-    assert not np.isnan(sdf).any()
+    # Whatever the reader accepts must be safe to evaluate everywhere (a mutated header may
+    # claim a huge resolution: evaluate densely only where that is affordable).
+    if asset.resolution <= 64:
+        sdf, _ = sample_dense(asset)
+        assert not np.isnan(sdf).any()
     centre = asset.bmin + asset.extent_m / 2
     values, _ = query_points(asset, np.stack([centre, asset.bmin - 1.0, asset.bmax + 1.0]))
     assert not np.isnan(values).any()

@@ -88,7 +88,13 @@ def sample_dense(asset: GmdagAsset, level_resolution: int | None = None) -> tupl
     return sdf, semantic
 
 
+MAX_DENSE_CELLS = 1 << 31
+"""Largest dense grid :func:`sample_dense` builds (2^31 cells = 1290^3, ~13 GiB with semantics)."""
+
+
 def _fill(asset: GmdagAsset, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if level**3 > MAX_DENSE_CELLS:
+        raise ValueError(f"{asset.source}: a dense {level}^3 grid exceeds {MAX_DENSE_CELLS} cells")
     void = np.empty((level, level, level), dtype=np.bool_)
     sdf, semantic = _sample_kernels.fill_dense(
         asset.nodes, HALF_DECODE_TABLE, asset.resolution, level, float(asset.voxel_size), void
