@@ -107,6 +107,9 @@ def test_torch_and_numba_cast_and_query_agree(scene) -> None:  # type: ignore[no
     q1 = numba_tracer.query(origins, ids)
     q2 = torch_tracer.query(origins, ids)
     assert torch.allclose(q1, q2, atol=1e-4)
-    inside = q1 < 0.5  # near surfaces the brick map interpolates the exact distance closely
     exact = torch.from_numpy(room_distance(SPEC, origins.numpy())[0]).float()
-    assert torch.allclose(q1[inside], exact[inside], atol=scene.voxel_size)
+    # in free space never above the true distance (bounds far away, interpolation near surfaces)
+    free = exact > 0
+    assert torch.all(q1[free] <= exact[free] + 0.1 * scene.voxel_size)
+    near = exact.abs() < scene.band_m  # inside the brick band the interpolated distance is close
+    assert near.any() and torch.allclose(q1[near], exact[near], atol=scene.voxel_size)

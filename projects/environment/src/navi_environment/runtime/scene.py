@@ -8,7 +8,9 @@ where a surface is near, so a 256^3 room costs a few MiB.
 Layout (``B = 8`` voxels per brick edge, ``C = resolution / 8`` coarse cells per axis):
 
 * ``coarse_dist [C^3] f32`` - for cells without a brick: a distance that is safe to step from any
-  point of the cell (``sdf(probe) - reach``, a Lipschitz bound) or, inside solid, a negative value.
+  point of the cell, or inside solid a negative value. Cells far from surfaces use the probe's
+  Lipschitz bound ``sdf(probe) - reach``; cells near enough to be sampled but without a sample in
+  the band use ``min(samples) - sqrt(3)/2 voxel`` (every point is that close to a sample).
 * ``coarse_sem [C^3] u16`` - semantic id at the cell's probe (used when a hit lands in such a cell).
 * ``brick_index [C^3] i32`` - brick number, or -1.
 * ``bricks_sdf [N, 10, 10, 10] i16`` / ``bricks_sem [N, 10, 10, 10] u16`` - samples at the voxel
@@ -38,6 +40,7 @@ BRICK_SAMPLES = APRON_SIDE**3
 # Distance from the coarse probe (voxel centre 8c+4, i.e. 8c+4.5 in voxel units) to the farthest
 # point of its cell [8c, 8c+8]^3, in voxels: sqrt(3) * 4.5.
 PROBE_REACH_VOXELS = float(np.sqrt(3.0) * 4.5)
+HALF_DIAGONAL = float(np.sqrt(3.0) / 2.0)  # farthest a point lies from its voxel's centre, voxels
 BRICK_QUANTA = 512  # int16 brick units per voxel: 1/512-voxel resolution, range +-64 voxels
 
 SdfQuery = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -144,20 +147,24 @@ def build_runtime_scene(
     probe_sdf = np.asarray(probe_sdf, dtype=np.float32)
     reach = np.float32(PROBE_REACH_VOXELS * voxel_size)
     band = np.float32(band_voxels * voxel_size)
-    needs_brick = np.abs(probe_sdf) < reach + band
-    n_bricks = int(needs_brick.sum())
+    candidates = np.flatnonzero(np.abs(probe_sdf) < reach + band)
+    coarse_dist = np.where(probe_sdf > 0, probe_sdf - reach, probe_sdf + reach).astype(np.float32)
+    bricks_sdf, bricks_sem, kept, bounds = _sample_bricks(
+        query, cells[candidates], bmin, voxel=voxel_size, resolution=resolution, chunk=chunk_bricks,
+        keep_within=float(band) + HALF_DIAGONAL * voxel_size,
+    )  # fmt: skip
+    # Candidates whose samples all stay beyond the band need no brick, and their sample extreme
+    # is a far tighter safe bound than the probe's (fewer bricks and fewer march steps).
+    coarse_dist[candidates] = np.where(kept, coarse_dist[candidates], bounds)
+    n_bricks = int(kept.sum())
     need = estimate_scene_bytes(resolution, n_bricks)
     if need > max_bytes:
         raise SceneBudgetError(
             f"{name}: runtime scene needs {need / 2**20:.1f} MiB ({n_bricks} bricks at resolution "
             f"{resolution}), over the budget of {max_bytes / 2**20:.1f} MiB (scene.max_scene_bytes)"
         )
-    coarse_dist = np.where(probe_sdf > 0, probe_sdf - reach, probe_sdf + reach).astype(np.float32)
     brick_index = np.full(C**3, -1, dtype=np.int32)
-    brick_index[needs_brick] = np.arange(n_bricks, dtype=np.int32)
-    bricks_sdf, bricks_sem = _sample_bricks(
-        query, cells[needs_brick], bmin, voxel=voxel_size, resolution=resolution, chunk=chunk_bricks
-    )
+    brick_index[candidates[kept]] = np.arange(n_bricks, dtype=np.int32)
     scene = RuntimeScene(
         name=name,
         resolution=resolution,
@@ -175,24 +182,49 @@ def build_runtime_scene(
 
 
 def _sample_bricks(
-    query: SdfQuery, brick_cells: np.ndarray, bmin: np.ndarray, *, voxel: float, resolution: int, chunk: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sample the 10^3 apron grid of every brick cell; indices clamp at the cube's faces."""
-    n = len(brick_cells)
-    bricks_sdf = np.empty((n, BRICK_SAMPLES), dtype=np.int16)
-    bricks_sem = np.empty((n, BRICK_SAMPLES), dtype=np.uint16)
+    query: SdfQuery,
+    brick_cells: np.ndarray,
+    bmin: np.ndarray,
+    *,
+    voxel: float,
+    resolution: int,
+    chunk: int,
+    keep_within: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sample the 10^3 apron grid of every candidate cell; indices clamp at the cube's faces.
+
+    Returns:
+        ``(bricks_sdf [K,1000] i16, bricks_sem [K,1000] u16, kept [N] bool, bounds [N] f32)``:
+        the bricks of the K candidates with a sample within ``keep_within`` of a surface, and for
+        every candidate a safe distance bound for all points of its cell (used where not kept).
+    """
     offsets = np.stack(np.meshgrid(*(np.arange(-1, BRICK + 1),) * 3, indexing="ij"), axis=-1).reshape(
         -1, 3
     )  # [1000, 3], x slowest, z fastest
-    for start in range(0, n, chunk):
+    sdf_parts: list[np.ndarray] = []
+    sem_parts: list[np.ndarray] = []
+    kept = np.zeros(len(brick_cells), dtype=bool)
+    bounds = np.zeros(len(brick_cells), dtype=np.float32)
+    to_metres = voxel / BRICK_QUANTA
+    for start in range(0, len(brick_cells), chunk):
         cells = brick_cells[start : start + chunk]
         # [k, 1, 3] + [1, 1000, 3] -> [k, 1000, 3] voxel indices
         idx = np.clip(cells[:, None, :] * BRICK + offsets[None, :, :], 0, resolution - 1)
         sdf, sem = query(_voxel_centres(idx.reshape(-1, 3), bmin, voxel))
         quanta = np.floor(np.asarray(sdf, dtype=np.float64) * (BRICK_QUANTA / voxel))
-        bricks_sdf[start : start + len(cells)] = np.clip(quanta, -32767, 32767).reshape(-1, BRICK_SAMPLES)
-        bricks_sem[start : start + len(cells)] = np.asarray(sem, dtype=np.uint16).reshape(-1, BRICK_SAMPLES)
-    return bricks_sdf, bricks_sem
+        quanta = np.clip(quanta, -32767, 32767).astype(np.int16).reshape(-1, BRICK_SAMPLES)
+        lowest, highest = quanta.min(axis=1) * to_metres, quanta.max(axis=1) * to_metres
+        near = np.minimum(np.abs(lowest), np.abs(highest)) <= keep_within
+        near |= (lowest < 0) & (highest > 0)  # a surface crosses the cell
+        kept[start : start + len(cells)] = near
+        slack = HALF_DIAGONAL * voxel
+        bounds[start : start + len(cells)] = np.where(lowest > 0, lowest - slack, highest + slack)
+        sdf_parts.append(quanta[near])
+        sem_parts.append(np.asarray(sem, dtype=np.uint16).reshape(-1, BRICK_SAMPLES)[near])
+    empty = np.zeros((0, BRICK_SAMPLES))
+    bricks_sdf = np.concatenate(sdf_parts) if sdf_parts else empty.astype(np.int16)
+    bricks_sem = np.concatenate(sem_parts) if sem_parts else empty.astype(np.uint16)
+    return bricks_sdf, bricks_sem, kept, bounds
 
 
 def dense_grid_query(sdf: np.ndarray, semantic: np.ndarray, bmin: np.ndarray, voxel: float) -> SdfQuery:
