@@ -1,9 +1,9 @@
-"""Fused array decoding for the codec's fast path: the codec's array checks plus ``ArraySpec.validate``.
+"""Where the fast path finds array bytes, and how it declines.
 
-The slow path decodes an array map in :func:`~navi_contracts.codec_common.decode_array` and pydantic
-then runs :meth:`ArraySpec.validate` on the result. Both run for every array of every message, so
-the fast path fuses them into one closure per spec with the per-spec facts bound once. Nothing is
-reported here: any failed check raises and the caller lets the slow path decide and word the error.
+The generated decoders (:mod:`navi_contracts.fast_codegen`) check an array map the way the slow
+path's :func:`~navi_contracts.codec_common.decode_array` plus :meth:`ArraySpec.validate` do; the
+bytes come from the map's inline ``data`` bin or from a multipart frame claimed here. Nothing is
+reported: any failed check raises, and the caller lets the slow path decide and word the error.
 """
 
 from __future__ import annotations
