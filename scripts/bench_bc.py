@@ -7,8 +7,8 @@ In one run on this machine:
   * flies three pilots in HELD-OUT rooms (never seen in the demonstrations) from the same spawns:
     the BC policy (deterministic mean, recurrent state carried), a uniform random policy and the
     autopilot teacher. Per pilot: collision rate (collisions per drone step), coverage (distinct
-    1 m cells visited per drone) and, for BC, the on-policy imitation error (MSE between the BC
-    action and what the autopilot would do in the states BC itself visits).
+    1 m cells visited per drone, in the floor plan and in 3-D) and, for BC, the on-policy imitation
+    error (MSE between the BC action and what the autopilot would do in the states BC visits).
 
 Rooms are exact analytic scenes (seeded sizes, a 0.3 m dividing wall with a door, pillars) so the
 comparison measures the pilots, not scene-compilation artefacts. ``--corpus DIR`` uses compiled
@@ -35,6 +35,7 @@ from navi_actor.models import NaviPolicy, PolicyConfig, clip_action
 from navi_auditor.demos.batch_recorder import record_autopilot_batch
 from navi_auditor.explorer.autopilot import Autopilot
 from navi_auditor.settings import AutopilotSettings
+from navi_contracts import configure_logging
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings, SceneSettings, SensorSettings
 from navi_environment.runtime.analytic import RoomSpec, room_scene
@@ -142,6 +143,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
