@@ -33,6 +33,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 SENSOR = {"azimuth_bins": 32, "elevation_bins": 8}
 DRONES = 2
+ENV_ENTRY = "import sys; from navi_environment.cli import main; sys.exit(main())"
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +81,9 @@ class Stack:
         return process
 
     def start_env(self) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, str(REPO / "tests" / "stack_env_stub.py"), "--rep", self.rep]
-        argv += ["--pub", self.env_pub, "--gmdag-file", str(self.files["scene"]), "--actors", str(DRONES)]
+        """The real ``navi-environment serve`` (REP + PUB) on this stack's ports."""
+        argv = [sys.executable, "-c", ENV_ENTRY, "serve", "--rep", self.rep, "--pub", self.env_pub]
+        argv += ["--gmdag-file", str(self.files["scene"]), "--actors", str(DRONES)]
         return self._spawn(argv)
 
     def start_brain(self, *extra: str) -> subprocess.Popen[bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import sys
 import threading
@@ -79,26 +80,18 @@ def test_stop_request_interrupts_children_and_kills_stubborn_ones() -> None:
 def test_stack_command_lines(tmp_path: Path) -> None:
     scene = tmp_path / "s.gmdag"
     settings = BrainSettings(
-        service={"mode": "async", "deterministic": True}, launcher={"with_dashboard": True}
+        service={"deterministic": True, "step_endpoint": "tcp://localhost:7000"},
+        launcher={"with_dashboard": True},
     )
     specs = stack_specs(settings, gmdag_file=scene, corpus=None, actors=3)
     names = [spec.name for spec in specs]
     assert names[:2] == ["env", "brain"]
     env, brain = specs[0].argv, specs[1].argv
-    assert env[3:] == [
-        "serve",
-        "--pub",
-        "--rep",
-        "--actors",
-        "3",
-        "--mode",
-        "async",
-        "--gmdag-file",
-        str(scene),
-    ]
+    expected_env = ["serve", "--pub", "tcp://*:5559", "--rep", "tcp://*:7000", "--actors", "3"]
+    assert env[3:] == [*expected_env, "--gmdag-file", str(scene)]
     assert brain[1:3] == ["-m", "navi_actor.service"] and "--deterministic" in brain
-    assert brain[brain.index("--mode") + 1] == "async"
-    assert ("dashboard" in names) == (__import__("importlib").util.find_spec("navi_dashboard") is not None)
+    assert brain[brain.index("--step-endpoint") + 1] == "tcp://localhost:7000"
+    assert ("dashboard" in names) == (importlib.util.find_spec("navi_dashboard") is not None)
 
 
 def test_supervisor_needs_children() -> None:

@@ -29,9 +29,8 @@ def stack_specs(
         ``env``, ``brain`` and, when asked and installed, ``dashboard``.
     """
     service = settings.service
-    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--pub", "--rep", "--actors", str(actors)]
-    if service.mode == "async":
-        env_argv += ["--mode", "async"]
+    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--pub", _bind_of(service.sub_endpoint)]
+    env_argv += ["--rep", _bind_of(service.step_endpoint), "--actors", str(actors)]
     if gmdag_file is not None:
         env_argv += ["--gmdag-file", str(gmdag_file)]
     if corpus is not None:
@@ -59,6 +58,14 @@ def stack_specs(
         else:
             specs.append(ChildSpec("dashboard", [sys.executable, "-m", "navi_dashboard"]))
     return specs
+
+
+def _bind_of(connect_endpoint: str) -> str:
+    """The bind endpoint matching the brain's connect endpoint: ``tcp://localhost:5559`` -> ``tcp://*:5559``."""
+    scheme, _, address = connect_endpoint.partition("://")
+    if scheme != "tcp":
+        return connect_endpoint
+    return f"tcp://*:{address.rsplit(':', 1)[1]}"
 
 
 @click.command("navi-stack", context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,6 +112,11 @@ def main(
         raise click.UsageError("give at most one of --gmdag-file and --corpus")
     if actors < 1:
         raise click.UsageError("--actors must be >= 1")
+    if mode == "async":
+        raise click.UsageError(
+            "navi-environment serve steps only on REQ/REP (no async mode yet): use --mode step, or run "
+            "navi-actor serve --mode async beside an environment that steps on published actions"
+        )
     settings = build_brain_settings(
         service={"mode": mode, "checkpoint": checkpoint, "deterministic": deterministic},
         launcher={"with_dashboard": with_dashboard, "on_exit": on_exit},
