@@ -1,0 +1,133 @@
+"""Ray training end to end on a local 2-CPU cluster (one cluster for the module, point environment).
+
+2 workers train a few updates, write a valid v3 checkpoint that local tooling reads, and a second
+run resumes from it with the counters continuing; with collect-ahead and a zero staleness bound the
+stale fragments are dropped and counted; a worker killed mid-run is restarted and the run finishes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+ray = pytest.importorskip("ray", reason="the 'distributed' extra (ray) is not installed")
+
+from navi_actor.checkpoints import load_checkpoint  # noqa: E402
+from navi_actor.config import ActorSettings  # noqa: E402
+from navi_actor.distributed import DistributedConfig, DistributedTrainer  # noqa: E402
+from navi_actor.distributed.worker_pool import WorkerPool  # noqa: E402
+from navi_actor.registry import ModelRegistry  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
+STEPS_PER_UPDATE = 2 * 16 * 2  # workers x rollout_length x drones per worker
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[WorkerPool]:
+    """One local cluster and one pool of 2 workers for the module (worker start-up dominates)."""
+    from navi_actor.distributed import require_ray
+
+    require_ray()  # sets Ray's environment switches before the first init
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    workers = WorkerPool(settings(), DistributedConfig(num_workers=2, max_restarts=2))
+    yield workers
+    workers.shutdown()
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def settings(**train: Any) -> ActorSettings:
+    return ActorSettings(
+        temporal_core="gru",
+        policy=TINY_POLICY,
+        environment={"backend": "point", "point_azimuth": 16, "point_elevation": 8, "point_max_steps": 10},
+        rollout={"num_actors": 2, "rollout_length": 16, "sequence_length": 8},
+        ppo={"epochs": 2, "num_minibatches": 2},
+        telemetry={"enabled": False},
+        train={"total_steps": 3 * STEPS_PER_UPDATE, **train},
+        checkpoint={"every_steps": 10_000},
+    )
+
+
+def train(
+    pool: WorkerPool, config: DistributedConfig, artifacts: Path, checkpoint: Path | None = None
+) -> Any:
+    trainer = DistributedTrainer(
+        settings(), config, artifacts_dir=artifacts, checkpoint=checkpoint, pool=pool
+    )
+    return trainer.run_training()
+
+
+def test_two_workers_train_checkpoint_and_resume(pool: WorkerPool, tmp_path: Path) -> None:
+    config = DistributedConfig(num_workers=2, collect_ahead=False, max_staleness=0)
+    first = train(pool, config, tmp_path)
+    assert first.steps_this_run == 3 * STEPS_PER_UPDATE and first.updates_this_run == 3
+    assert first.dropped_fragments == 0 and first.worker_restarts == 0  # synchronous: nothing is stale
+    assert first.final_checkpoint is not None
+    saved = load_checkpoint(first.final_checkpoint)
+    assert saved.step_id == 3 * STEPS_PER_UPDATE and saved.update_index == 3
+    assert saved.training_source == "rl" and set(saved.auxiliary) == {"rnd", "rnd_optimizer"}
+    assert saved.optimizer is not None and saved.episode_count >= 4  # point episodes last <= 10 steps
+    steps = {int(state["step"].item()) for state in saved.optimizer["state"].values()}
+    assert steps == {3 * 2 * 2}  # 3 updates x 2 epochs x 2 minibatches: the local learner's update
+    manifest = json.loads((first.run_dir / "manifest.json").read_text())
+    assert manifest["backend"] == "ray" and manifest["distributed"]["num_workers"] == 2
+    records = [json.loads(line) for line in (first.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["charts/step_id"] for r in records] == [STEPS_PER_UPDATE * k for k in (1, 2, 3)]
+    assert [r["distributed/weights_version"] for r in records] == [1.0, 2.0, 3.0]
+    assert all(r["distributed/mean_staleness"] == 0.0 for r in records)
+    assert [e.version for e in first.promoted] == [1]  # the registry, as local training
+
+    resumed = train(pool, config, tmp_path, checkpoint=first.final_checkpoint)
+    assert resumed.step_id == 6 * STEPS_PER_UPDATE and resumed.steps_this_run == 3 * STEPS_PER_UPDATE
+    assert resumed.final_checkpoint is not None
+    final = load_checkpoint(resumed.final_checkpoint)
+    assert final.update_index == 6 and final.episode_count > saved.episode_count
+    assert final.parent_checkpoint == str(first.final_checkpoint)
+    assert ModelRegistry(tmp_path / "models").latest() is not None
+
+
+def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(
+    pool: WorkerPool, tmp_path: Path
+) -> None:
+    # Collect-ahead with a zero bound: every fragment started before an update arrives one version
+    # old and must be dropped, deterministically.
+    config = DistributedConfig(num_workers=2, collect_ahead=True, max_staleness=0)
+    trainer = DistributedTrainer(
+        settings(total_steps=4 * STEPS_PER_UPDATE), config, artifacts_dir=tmp_path, pool=pool
+    )
+    original_update = trainer.learner.update
+    killed: list[int] = []
+
+    def kill_a_worker_during_the_second_update(*args: Any, **kwargs: Any) -> Any:
+        if trainer.learner.update_index == 1:
+            killed.append(pool.pid(0))
+            ray.kill(pool.handles[0], no_restart=False)  # Ray restarts it (max_restarts=2)
+        return original_update(*args, **kwargs)
+
+    trainer.learner.update = kill_a_worker_during_the_second_update  # type: ignore[method-assign]
+    summary = trainer.run_training()
+    assert summary.updates_this_run == 4 and summary.steps_this_run == 4 * STEPS_PER_UPDATE
+    assert summary.worker_restarts == 1 and summary.workers_replaced == 0
+    assert killed and pool.pid(0) != killed[0]  # the same slot, a new process
+    assert summary.dropped_fragments >= 2
+    records = [json.loads(line) for line in (summary.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["distributed/dropped_fragments"] == summary.dropped_fragments
+    assert records[-1]["distributed/worker_restarts"] == summary.worker_restarts
+    assert all(r["distributed/mean_staleness"] == 0.0 for r in records)  # only fresh data was learned
+    assert summary.final_checkpoint is not None
+    assert load_checkpoint(summary.final_checkpoint).update_index == 4
