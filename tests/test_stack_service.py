@@ -1,8 +1,8 @@
 """The three-process stack over real sockets: environment server, brain, and this test as observer.
 
 Covers the full loop, equivalence with in-process inference (same checkpoint, seed and scene,
-deterministic, 200 steps), an environment killed and restarted mid-run, a brain restarted while the
-environment keeps serving, garbage on every socket, and Ctrl+C within 2 s.
+deterministic, 200 steps), a brain restarted while the environment keeps serving, garbage on every
+socket, and Ctrl+C within 2 s. The environment restart is in ``test_stack_launcher.py``.
 """
 
 from __future__ import annotations
@@ -175,9 +175,10 @@ def _garbage(endpoint: str) -> None:
         raw.sendall(b"\x00\xffGET / HTTP/1.0\r\n\r\n" + os.urandom(256))
 
 
-def test_stack_survives_restarts_garbage_and_stops_on_ctrl_c(stack: Stack) -> None:
+def test_stack_survives_a_brain_restart_garbage_and_stops_on_ctrl_c(stack: Stack) -> None:
     """Runs after the equivalence test: its brain exited and the environment kept serving, so this
-    test's brain is also the "brain restarted, environment still serving" case."""
+    test's brain is the "brain restarted, environment still serving" case. (An environment killed
+    and restarted mid-run is covered by ``test_stack_launcher.py``.)"""
     assert stack.env is not None and stack.env.poll() is None
     env = stack.env
     with Subscriber(stack.brain_pub, [topics.ACTION]) as subscriber:
@@ -191,12 +192,7 @@ def test_stack_survives_restarts_garbage_and_stops_on_ctrl_c(stack: Stack) -> No
         with client, pytest.raises(RemoteError, match="StepRequest"):  # well-formed, wrong kind
             client.request(sample_action(batch=DRONES))
         actions_from(subscriber, 10)
-        # the environment dies hard and comes back on the same ports: the brain re-syncs
-        env.kill()
-        env.wait(timeout=10)
-        stack.env = stack.start_env()
-        after_restart = actions_from(subscriber, 40, timeout_s=120)
-        assert min(action.step_id for action in after_restart) < 10  # a reset happened
+        assert env.poll() is None and brain.poll() is None  # nobody died of the garbage
         # Ctrl+C: the brain exits within 2 s, with the Ctrl+C status
         brain.send_signal(signal.SIGINT)
         started = time.monotonic()
