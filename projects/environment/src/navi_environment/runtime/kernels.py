@@ -106,7 +106,7 @@ PACKET = 16  # rays marched together per thread: independent rays overlap their 
 def march_packet(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915
     n, org, dirs, t_max, offset, sid,
     scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-    eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out,
+    eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out, work,
 ):  # fmt: skip
     """March lanes ``0..n-1`` of a packet, one step per lane per round.
 
@@ -117,12 +117,17 @@ def march_packet(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915
         n: active lanes. org, dirs: [PACKET,3] origins and unit directions. t_max, offset: [PACKET]
             range and surface inflation (metres). sid: [PACKET] atlas scene ids.
         t_out, hit_out, sem_out: [PACKET] results: distance (``t_max`` on a miss), hit, semantic.
+        work: [4,PACKET] float scratch (reused across packets: no allocation per packet).
     """
-    t = np.zeros(PACKET)
-    t_prev = np.zeros(PACKET)
-    d_prev = np.full(PACKET, -1.0)
-    state = np.zeros(PACKET, dtype=np.int8)  # 0 marching, 1 hit, 2 miss
+    t = work[0]
+    t_prev = work[1]
+    d_prev = work[2]
+    state = work[3]  # 0 marching, 1 hit, 2 miss
     for lane in range(n):
+        t[lane] = 0.0
+        t_prev[lane] = 0.0
+        d_prev[lane] = -1.0
+        state[lane] = 0.0
         t_out[lane] = t_max[lane]
         hit_out[lane] = False
         sem_out[lane] = 0
@@ -207,54 +212,75 @@ def trace_sensor(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     R = dirs_local.shape[0]
     packets_per_drone = (R + PACKET - 1) // PACKET
     inv_h = 1.0 / horizon
-    for job in prange(B * packets_per_drone):
-        b = job // packets_per_drone
-        first = (job - b * packets_per_drone) * PACKET
-        n = min(PACKET, R - first)
+    jobs = B * packets_per_drone
+    chunks = min(jobs, 256)  # scratch is allocated per chunk, not per packet
+    per_chunk = (jobs + chunks - 1) // chunks
+    for chunk in prange(chunks):
         org = np.empty((PACKET, 3))
         dirs = np.empty((PACKET, 3))
         t_max = np.full(PACKET, horizon)
         offset = np.zeros(PACKET)
-        sid = np.full(PACKET, scene_ids[b], dtype=np.int64)
+        sid = np.zeros(PACKET, dtype=np.int64)
         t_out = np.empty(PACKET)
         hit_out = np.empty(PACKET, dtype=np.bool_)
         sem_out = np.empty(PACKET, dtype=np.uint16)
-        c = math.cos(yaw[b])
-        s = math.sin(yaw[b])
-        for lane in range(n):
-            lx = dirs_local[first + lane, 0]
-            ly = dirs_local[first + lane, 1]
-            org[lane, 0] = origins[b, 0]
-            org[lane, 1] = origins[b, 1]
-            org[lane, 2] = origins[b, 2]
-            dirs[lane, 0] = c * lx - s * ly
-            dirs[lane, 1] = s * lx + c * ly
-            dirs[lane, 2] = dirs_local[first + lane, 2]
-        march_packet(
-            n, org, dirs, t_max, offset, sid,
-            scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-            eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out,
-        )  # fmt: skip
-        nearest = 1.0
-        hits = 0
-        for lane in range(n):
-            r = first + lane
-            depth, sem, valid = 1.0, 0.0, 0.0
-            if hit_out[lane]:
-                depth = min(t_out[lane] * inv_h, 1.0)
-                sem = float(sem_out[lane])
-                valid = 1.0
-                hits += 1
-            nearest = min(nearest, depth)
-            out[b, 0, r] = depth
-            out[b, 1, r] = sem
-            out[b, 2, r] = valid
-            out_copy[b, 0, r] = depth
-            out_copy[b, 1, r] = sem
-            out_copy[b, 2, r] = valid
-        packet = job - b * packets_per_drone
-        stats[b, packet, 0] = nearest
-        stats[b, packet, 1] = hits
+        work = np.empty((4, PACKET))
+        for job in range(chunk * per_chunk, min(jobs, (chunk + 1) * per_chunk)):
+            _sensor_packet(
+                job, packets_per_drone, R, origins, yaw, scene_ids, dirs_local, inv_h, out, out_copy, stats,
+                scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
+                eps_vox, min_step_vox, max_steps,
+                org, dirs, t_max, offset, sid, t_out, hit_out, sem_out, work,
+            )  # fmt: skip
+
+
+@njit(cache=True, fastmath=_FAST, nogil=True)
+def _sensor_packet(  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    job, packets_per_drone, R, origins, yaw, scene_ids, dirs_local, inv_h, out, out_copy, stats,
+    scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
+    eps_vox, min_step_vox, max_steps, org, dirs, t_max, offset, sid, t_out, hit_out, sem_out, work,
+):  # fmt: skip
+    """One sensor packet: 16 consecutive rays of one drone, written into ``out``/``out_copy``/``stats``."""
+    b = job // packets_per_drone
+    first = (job - b * packets_per_drone) * PACKET
+    n = min(PACKET, R - first)
+    for lane in range(PACKET):
+        sid[lane] = scene_ids[b]
+    c = math.cos(yaw[b])
+    s = math.sin(yaw[b])
+    for lane in range(n):
+        lx = dirs_local[first + lane, 0]
+        ly = dirs_local[first + lane, 1]
+        org[lane, 0] = origins[b, 0]
+        org[lane, 1] = origins[b, 1]
+        org[lane, 2] = origins[b, 2]
+        dirs[lane, 0] = c * lx - s * ly
+        dirs[lane, 1] = s * lx + c * ly
+        dirs[lane, 2] = dirs_local[first + lane, 2]
+    march_packet(
+        n, org, dirs, t_max, offset, sid,
+        scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
+        eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out, work,
+    )  # fmt: skip
+    nearest = 1.0
+    hits = 0
+    for lane in range(n):
+        r = first + lane
+        depth, sem, valid = 1.0, 0.0, 0.0
+        if hit_out[lane]:
+            depth = min(t_out[lane] * inv_h, 1.0)
+            sem = float(sem_out[lane])
+            valid = 1.0
+            hits += 1
+        nearest = min(nearest, depth)
+        out[b, 0, r] = depth
+        out[b, 1, r] = sem
+        out[b, 2, r] = valid
+        out_copy[b, 0, r] = depth
+        out_copy[b, 1, r] = sem
+        out_copy[b, 2, r] = valid
+    stats[b, job - b * packets_per_drone, 0] = nearest
+    stats[b, job - b * packets_per_drone, 1] = hits
 
 
 @njit(cache=True, fastmath=_FAST, nogil=True)
@@ -270,17 +296,18 @@ def cast_rays(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     Writes ``out_t [N]`` (``t_max`` on a miss), ``out_hit [N]`` bool and ``out_sem [N]`` u16.
     """
     N = origins.shape[0]
+    org = np.zeros((PACKET, 3))
+    dvec = np.zeros((PACKET, 3))
+    tm = np.zeros(PACKET)
+    off = np.zeros(PACKET)
+    sid = np.zeros(PACKET, dtype=np.int64)
+    t_out = np.empty(PACKET)
+    hit_out = np.empty(PACKET, dtype=np.bool_)
+    sem_out = np.empty(PACKET, dtype=np.uint16)
+    work = np.empty((4, PACKET))
     for job in range((N + PACKET - 1) // PACKET):
         first = job * PACKET
         n = min(PACKET, N - first)
-        org = np.zeros((PACKET, 3))
-        dvec = np.zeros((PACKET, 3))
-        tm = np.zeros(PACKET)
-        off = np.zeros(PACKET)
-        sid = np.zeros(PACKET, dtype=np.int64)
-        t_out = np.empty(PACKET)
-        hit_out = np.empty(PACKET, dtype=np.bool_)
-        sem_out = np.empty(PACKET, dtype=np.uint16)
         for lane in range(n):
             for k in range(3):
                 org[lane, k] = origins[first + lane, k]
@@ -291,7 +318,7 @@ def cast_rays(  # type: ignore[no-untyped-def]  # noqa: PLR0917
         march_packet(
             n, org, dvec, tm, off, sid,
             scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-            eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out,
+            eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out, work,
         )  # fmt: skip
         for lane in range(n):
             out_t[first + lane] = t_out[lane]
