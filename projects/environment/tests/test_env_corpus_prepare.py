@@ -87,18 +87,37 @@ def test_rebuild_swaps_in_and_failure_keeps_the_old_corpus(
     assert not (folder / "maze_000.gmdag").exists()
 
 
+def _scripted(monkeypatch: pytest.MonkeyPatch, script: list[tuple[str, int]]) -> None:
+    """Replace qualification by a script of (verdict, viable spawns inside the building)."""
+    steps = iter(script)
+
+    def fake_qualify(compiled: object, env_settings: object, enabled: bool) -> dict[str, object]:
+        verdict, inside = next(steps)
+        return {"verdict": verdict, "reason": "scripted", "viable": 3, "viable_inside": inside}
+
+    monkeypatch.setattr(prepare_module, "_qualify", fake_qualify)
+
+
 def test_failed_qualification_rejects_and_tries_the_next_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    verdicts = iter(["FAIL", "PASS"])
-
-    def fake_qualify(compiled: object, env_settings: object, enabled: bool) -> dict[str, object]:
-        return {"verdict": next(verdicts), "reason": "scripted", "viable": 1, "best_starvation": 0.1}
-
-    monkeypatch.setattr(prepare_module, "_qualify", fake_qualify)
+    _scripted(monkeypatch, [("FAIL", 0), ("PASS", 0), ("PASS", 2)])
     manifest = prepare_corpus(tmp_path / "c", TINY, families=("maze",), progress=False)
-    assert [entry.id for entry in manifest.scenes] == ["maze_001"]
-    assert manifest.rejected == [{"source": "procedural:maze:seed=0", "reason": "scripted"}]
+    assert [entry.id for entry in manifest.scenes] == ["maze_002"]  # inside spawns preferred
+    assert [r["source"] for r in manifest.rejected] == ["procedural:maze:seed=0", "procedural:maze:seed=1"]
+    assert manifest.rejected[1]["reason"].startswith("spare")
+
+
+def test_outside_only_scenes_fill_up_when_seeds_run_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _scripted(monkeypatch, [("PASS", 0), ("FAIL", 0), ("PASS", 0)])
+    manifest = prepare_corpus(tmp_path / "c", TINY, families=("hall",), progress=False)
+    assert [entry.id for entry in manifest.scenes] == ["hall_000"]
+    assert manifest.scenes[0].qualification.model_extra == {"viable_inside": 0}
+    _scripted(monkeypatch, [("FAIL", 0)] * 3)
+    with pytest.raises(ValueError, match="only 0 of 1 scenes qualified"):
+        prepare_corpus(tmp_path / "d", TINY, families=("hall",), progress=False)
 
 
 def test_unknown_family_is_rejected(tmp_path: Path) -> None:

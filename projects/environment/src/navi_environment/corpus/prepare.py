@@ -93,6 +93,17 @@ def _qualify(
     )
 
 
+def _store(
+    compiled: CompiledScene, qualification: dict[str, Any], staging: Path, entries: list[ManifestEntry]
+) -> str:
+    """Write one accepted scene into the staging folder and record its manifest entry."""
+    data = encode_gmdag(compiled.asset)
+    scene_id = f"{compiled.family}_{compiled.seed or 0:03d}"
+    write_atomic(staging / f"{scene_id}.gmdag", data)
+    entries.append(_entry(scene_id, compiled, data, qualification))
+    return scene_id
+
+
 def _build_family(  # noqa: PLR0917 - private step of prepare_corpus
     family: str,
     per_family: int,
@@ -104,24 +115,38 @@ def _build_family(  # noqa: PLR0917 - private step of prepare_corpus
     rejected: list[dict[str, Any]],
     bar: tqdm,  # type: ignore[type-arg]
 ) -> None:
-    """Compile seeds 0, 1, ... of one family until ``per_family`` qualify (appends to the lists)."""
+    """Compile seeds 0, 1, ... of one family until ``per_family`` qualify (appends to the lists).
+
+    Scenes with a viable spawn inside the building are taken first; scenes the runtime passes
+    with outside spawns only are kept as fallbacks and used (with a warning) only when the seed
+    budget runs out, so a family never fails because of them.
+    """
     accepted = 0
+    fallbacks: list[tuple[CompiledScene, dict[str, Any]]] = []
     for seed in range(per_family * SEED_ATTEMPTS_PER_SCENE):
         if accepted == per_family:
-            return
+            break
         compiled = compile_source(f"procedural:{family}:seed={seed}", settings, resolution=resolution)
         qualification = _qualify(compiled, env_settings, settings.qualify)
         if qualification["verdict"] == "FAIL":
             rejected.append({"source": compiled.source, "reason": qualification.get("reason", "")})
             log.warning("corpus.scene.rejected", source=compiled.source, reason=qualification.get("reason"))
             continue
-        data = encode_gmdag(compiled.asset)
-        scene_id = f"{family}_{seed:03d}"
-        write_atomic(staging / f"{scene_id}.gmdag", data)
-        entries.append(_entry(scene_id, compiled, data, qualification))
-        accepted += 1
+        if qualification.get("viable_inside") == 0:
+            fallbacks.append((compiled, qualification))
+            continue
+        bar.set_postfix_str(_store(compiled, qualification, staging, entries))
         bar.update(1)
-        bar.set_postfix_str(scene_id)
+        accepted += 1
+    for compiled, qualification in fallbacks:
+        if accepted < per_family:
+            log.warning("corpus.scene.outside_spawns_only", source=compiled.source)
+            bar.set_postfix_str(_store(compiled, qualification, staging, entries))
+            bar.update(1)
+            accepted += 1
+        else:
+            reason = f"spare: {qualification.get('warning', 'no viable spawn inside the source bounds')}"
+            rejected.append({"source": compiled.source, "reason": reason})
     if accepted < per_family:
         raise ValueError(
             f"family {family!r}: only {accepted} of {per_family} scenes qualified "

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 Bounds = tuple[tuple[float, float, float], tuple[float, float, float]]
 
+QUALIFY_MIN_CANDIDATES = 2048
+"""Spawn candidates probed per scene at least (the runtime default is sized for training resets)."""
+
 
 def qualify_asset(
     asset: GmdagAsset,
@@ -35,9 +38,10 @@ def qualify_asset(
         settings: environment settings (sensor horizon, spawn clearance and thresholds).
         seed: candidate sampling seed.
         source_bounds: min/max corner of the source geometry; when given, the summary also counts
-            the viable spawns inside it (``viable_inside``) and the verdict is FAIL when there is
+            the viable spawns inside it (``viable_inside``) and adds a ``warning`` when there is
             none: procedural scenes are closed buildings, and a drone spawned on the roof or in
-            the padding around them learns nothing about indoor navigation.
+            the padding around them learns nothing about indoor navigation (the corpus builder
+            prefers scenes without that warning).
 
     Returns:
         JSON-friendly summary: verdict (PASS/FAIL), reason, viable spawns, candidates, free
@@ -61,7 +65,10 @@ def qualify_asset(
         max_bytes=settings.scene.max_scene_bytes,
         name=asset.source,
     )
-    report = qualify_scene(scene, settings, seed=seed)
+    # Candidates are drawn in the whole padded cube, of which a flat apartment fills a few per cent:
+    # probe enough of them that the interior is sampled, not just the roof and the padding.
+    candidates = max(settings.scene.spawn_candidates, QUALIFY_MIN_CANDIDATES)
+    report = qualify_scene(scene, settings, seed=seed, candidates=candidates)
     summary = dict(report.summary())
     clearance = report.clearance
     summary["median_clearance_m"] = float(np.median(clearance)) if len(clearance) else None
@@ -70,6 +77,7 @@ def qualify_asset(
         inside = ((report.positions > lo) & (report.positions < hi)).all(axis=1)
         summary["viable_inside"] = int(inside.sum())
         if summary["verdict"] == "PASS" and not inside.any():
-            summary["verdict"] = "FAIL"
-            summary["reason"] = f"no viable spawn inside the source bounds ({len(inside)} outside only)"
+            summary["warning"] = (
+                f"no viable spawn inside the source bounds ({len(report.positions)} outside only)"
+            )
     return summary
