@@ -26,6 +26,9 @@ class ScriptedTerminal:
     def draw(self, lines: list[str]) -> None:
         self.frames.append(lines)
 
+    def columns(self) -> int:
+        return 120
+
 
 def make_loop(env, room, script, **explore):
     session = ExplorerSession(env, [room, room], base_seed=3)
@@ -59,3 +62,11 @@ def test_scene_limit_and_autopilot_toggle(small_env_settings, room) -> None:
     summary = loop.run()
     assert summary.scenes == 1 and summary.steps == 4
     assert loop.use_autopilot and "AUTOPILOT" in terminal.frames[0][-2]
+
+
+def test_a_narrow_terminal_gets_a_narrower_view_and_no_wrapped_lines(small_env_settings, room) -> None:
+    loop, _, terminal = make_loop(small_env_settings, room, [b"\x03"], max_steps=5, view_width=96)
+    terminal.columns = lambda: 30  # type: ignore[method-assign]
+    loop.session.next_scene()
+    loop._draw(loop.manual.step())
+    assert terminal.frames and all(len(line) <= 30 for line in terminal.frames[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import structlog
@@ -123,14 +124,14 @@ class ExplorerLoop:
             return
         self._last_draw = now
         obs = self.session.observation[0].cpu().numpy()
-        view = render_depth(
-            obs[0], obs[2] > 0.5, self.settings.view_width, self.settings.view_rows, self.settings.color
-        )
+        columns = self.terminal.columns()
+        width = max(8, min(self.settings.view_width, columns))  # never wrap: a wrapped frame scrolls
+        view = render_depth(obs[0], obs[2] > 0.5, width, self.settings.view_rows, self.settings.color)
         pilot = "AUTOPILOT" if self.use_autopilot else "keyboard"
         session = self.session
         status = status_line(
-            scene_label(session.scene), scene_number=session.scene_number, step=session.scene_step,
+            Path(scene_label(session.scene)).name, scene_number=session.scene_number, step=session.scene_step,
             max_steps=self.settings.max_steps, action=action, pilot=pilot,
             extra=f"collisions {session.collisions}",
         )  # fmt: skip
-        self.terminal.draw([*view, status, HELP_LINE])
+        self.terminal.draw([*view, status[:columns], HELP_LINE[:columns]])

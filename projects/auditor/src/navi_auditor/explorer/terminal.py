@@ -76,6 +76,13 @@ class Terminal:
             data += os.read(fd, 1024)
         return data
 
+    def columns(self, fallback: int = 200) -> int:
+        """Width of the output terminal in characters (``fallback`` when it is not a terminal)."""
+        try:
+            return os.get_terminal_size(self.stdout.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            return fallback
+
     def draw(self, lines: list[str]) -> None:
         """Repaint the screen from the top-left corner (interactive) or print the lines (otherwise)."""
         if self.interactive:
