@@ -32,9 +32,8 @@ class ScriptedTerminal:
 
 def make_loop(env, room, script, **explore):
     session = ExplorerSession(env, [room, room], base_seed=3)
-    settings = ExploreSettings(
-        step_hz=1000.0, autopilot_hz=1000.0, color=False, view_width=24, view_rows=4, **explore
-    )
+    values = {"step_hz": 1000.0, "autopilot_hz": 1000.0, "color": False, "view_width": 24, "view_rows": 4}
+    settings = ExploreSettings(**(values | explore))
     sensor = env.sensor
     autopilot = Autopilot(AutopilotSettings(), sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins)
     terminal = ScriptedTerminal(script)
