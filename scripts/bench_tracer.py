@@ -111,6 +111,7 @@ def main() -> None:
         "p95_error_voxels": float(np.percentile(err_vox, 95)),
         "hit_agreement": float(np.mean(ours_hit == ref_hit)),
         "ms_per_step_4": step4["ms_per_step"], "ms_per_step_32": step32["ms_per_step"],
+        "cpu_ms_per_step_4": step4["cpu_ms_per_step"], "cpu_ms_per_step_32": step32["cpu_ms_per_step"],
         "trace_share_4": step4["trace_share"], "step_threads": numba.config.NUMBA_NUM_THREADS,
         "scene_bytes": scene.nbytes,
     }  # fmt: skip

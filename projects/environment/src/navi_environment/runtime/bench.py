@@ -26,8 +26,10 @@ def bench_backend(
     """Time ``steps`` full backend steps with random actions, then the same number of bare traces.
 
     Returns:
-        ``ms_per_step``, ``steps_per_s`` (drone-steps/s), ``trace_ms`` (sensor trace of all drones
-        at the final poses) and ``trace_share`` (trace_ms / ms_per_step).
+        ``ms_per_step`` (wall), ``cpu_ms_per_step`` (process CPU time, all threads: on a shared
+        machine it shows the work when wall time shows the queueing), ``steps_per_s``
+        (drone-steps/s, wall), ``trace_ms`` (sensor trace of all drones at the final poses) and
+        ``trace_share`` (trace_ms / ms_per_step).
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -36,10 +38,11 @@ def bench_backend(
     gen = torch.Generator(device=backend.device).manual_seed(seed)
     actions = [torch.rand(actors, 4, generator=gen, device=backend.device) * 2 - 1 for _ in range(steps)]
     backend.step(actions[0])  # warm-up: kernels compiled or loaded from cache
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for action in actions:
         backend.step(action)
     step_s = (time.perf_counter() - start) / steps
+    cpu_s = (time.process_time() - cpu_start) / steps
     start = time.perf_counter()
     for _ in range(steps):
         backend.tracer.trace_sensor(backend.position, backend.yaw, backend.atlas_ids, backend.obs)
@@ -48,6 +51,7 @@ def bench_backend(
         "actors": actors,
         "steps": steps,
         "ms_per_step": step_s * 1e3,
+        "cpu_ms_per_step": cpu_s * 1e3,
         "steps_per_s": actors / step_s,
         "trace_ms": trace_s * 1e3,
         "trace_share": trace_s / step_s,
