@@ -101,15 +101,23 @@ def fly(
         obs, starts = result.obs, result.terminated | result.truncated
         collisions += result.info["collision"]
         positions[t] = backend.position
-    cells = torch.floor(positions / 1.0).long()  # [T, B, 3] -> unique (drone, cell) pairs
-    keys = torch.cat([torch.arange(B, device=device).expand(steps, B)[..., None], cells], dim=-1).reshape(
-        -1, 4
-    )
-    coverage = torch.unique(keys, dim=0).shape[0] / B
-    report = {"collision_rate": float(collisions.sum()) / (B * steps), "coverage_cells": coverage}
+    report = {
+        "collision_rate": float(collisions.sum()) / (B * steps),
+        "coverage_cells_xy": visited_cells(positions[..., :2]),  # floor-plan exploration
+        "coverage_cells_xyz": visited_cells(positions),  # also counts climbing and sinking
+    }
     if pilot == "bc":
         report["onpolicy_imitation_mse"] = float(imitation) / steps
     return report
+
+
+def visited_cells(positions: torch.Tensor, cell_m: float = 1.0) -> float:
+    """Mean number of distinct cells per drone: positions [T, B, D] -> unique (drone, cell) pairs / B."""
+    steps, drones = positions.shape[:2]
+    cells = torch.floor(positions / cell_m).long()  # [T, B, D]
+    owner = torch.arange(drones, device=positions.device).expand(steps, drones)[..., None]  # [T, B, 1]
+    keys = torch.cat([owner, cells], dim=-1).reshape(steps * drones, -1)
+    return torch.unique(keys, dim=0).shape[0] / drones
 
 
 def record(
