@@ -3,13 +3,29 @@
 Rollout workers are Ray actors that each embed an environment and a policy copy and run the local
 trainer's :class:`~navi_actor.runners.rollout_collector.RolloutCollector`; the learner in the driver
 applies the local trainer's :class:`~navi_actor.algorithms.ppo.PPOLearner` update to their fragments
-and broadcasts versioned weights. Nothing here imports Ray at module import time.
+and broadcasts versioned weights. Nothing here imports Ray at import time, and only the settings
+group is imported eagerly, so ``navi_actor.config`` can hold ``DistributedConfig`` without a cycle.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from navi_actor.distributed.config import DistributedConfig
-from navi_actor.distributed.entry import train_distributed
-from navi_actor.distributed.ray_runtime import RayUnavailableError, require_ray
-from navi_actor.distributed.trainer import DistributedSummary, DistributedTrainer
+
+if TYPE_CHECKING:
+    from navi_actor.distributed.entry import train_distributed
+    from navi_actor.distributed.ray_runtime import RayUnavailableError, require_ray
+    from navi_actor.distributed.trainer import DistributedSummary, DistributedTrainer
+
+_LAZY = {
+    "train_distributed": "navi_actor.distributed.entry",
+    "RayUnavailableError": "navi_actor.distributed.ray_runtime",
+    "require_ray": "navi_actor.distributed.ray_runtime",
+    "DistributedSummary": "navi_actor.distributed.trainer",
+    "DistributedTrainer": "navi_actor.distributed.trainer",
+}
 
 __all__ = [
     "DistributedConfig",
@@ -19,3 +35,9 @@ __all__ = [
     "require_ray",
     "train_distributed",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'navi_actor.distributed' has no attribute {name!r}")
