@@ -13,6 +13,8 @@ from navi_environment.runtime.scene import RuntimeScene, build_runtime_scene
 
 log = structlog.get_logger()
 
+DENSE_BYTES_PER_VOXEL = 6  # transient decode of gmdag.sample.dense_query (float32 + uint16)
+
 
 def effective_band_voxels(settings: EnvironmentSettings, voxel_size: float) -> float:
     """Brick band wide enough for the collision sweep: bricks must cover the drone radius + 1 voxel."""
@@ -29,12 +31,17 @@ def scene_from_asset(asset: GmdagAsset, settings: EnvironmentSettings) -> Runtim
     Returns:
         The runtime scene (raises :class:`~navi_environment.runtime.scene.SceneBudgetError` if too big).
     """
-    from navi_environment.gmdag.sample import query_points
+    from navi_environment.gmdag.sample import dense_query, query_points
 
     voxel = float(asset.voxel_size)
+    if asset.resolution**3 * DENSE_BYTES_PER_VOXEL <= settings.scene.max_scene_bytes:
+        # One refined dense decode: void space reads within ~2 voxels of the true distance instead
+        # of the octree's void bound, so coarse cells get far larger safe steps (fewer iterations).
+        query = dense_query(asset, refined=True)
+    else:
 
-    def query(points):  # type: ignore[no-untyped-def]
-        return query_points(asset, points)
+        def query(points):  # type: ignore[no-untyped-def]
+            return query_points(asset, points)
 
     return build_runtime_scene(
         query,
