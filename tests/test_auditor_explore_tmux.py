@@ -6,6 +6,7 @@ Every wait polls the pane for an expected condition with a deadline (no fixed sl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from navi_auditor.cli import main
 from navi_auditor.demos import load_demonstration
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag, write_gmdag
 from navi_environment.runtime.analytic import RoomSpec, room_query
@@ -123,3 +126,6 @@ def test_keyboard_flight_in_tmux_records_a_demonstration(tmp_path: Path) -> None
     assert (np.abs(actions).sum(axis=1) == 0).any()  # released keys drop to zero
     assert demo.metadata["pilot"] == "keyboard"
     assert demo.segment_scenes.tolist() == [str(scene)]
+    verify = CliRunner().invoke(main, ["demo-verify", str(out)])  # the keyboard flight re-flies exactly
+    assert verify.exit_code == 0, verify.output
+    assert json.loads(verify.output.strip().splitlines()[-1])["max_observation_error"] == 0.0

@@ -1,0 +1,53 @@
+"""``navi-auditor record`` / ``replay`` wiring: files, refusals and messages."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from navi_auditor.cli import main
+from navi_auditor.streams import StreamReader, StreamWriter
+from navi_contracts import free_tcp_endpoint
+
+
+def test_record_with_a_duration_writes_a_closed_empty_recording(tmp_path) -> None:
+    out = tmp_path / "quiet.navirec"
+    result = CliRunner().invoke(
+        main, ["record", "--sub", free_tcp_endpoint(), "--out", str(out), "--duration", "0.3"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "recorded 0 messages" in result.output
+    report = StreamReader(out).scan()
+    assert report.messages == 0 and report.has_index
+    again = CliRunner().invoke(
+        main, ["record", "--sub", free_tcp_endpoint(), "--out", str(out), "--duration", "0.1"]
+    )
+    assert again.exit_code != 0 and "exists" in again.output
+
+
+def test_replay_flat_out_without_waiting(tmp_path) -> None:
+    path = tmp_path / "s.navirec"
+    with StreamWriter(path, fsync=False) as writer:
+        for i in range(3):
+            writer.append("telemetry_event_v2", b"payload", 100.0 + 10 * i)
+    args = ["replay", "--input", str(path), "--pub", free_tcp_endpoint(), "--speed", "0"]
+    result = CliRunner().invoke(main, [*args, "--wait-subscribers-ms", "0"])
+    assert result.exit_code == 0, result.output
+    assert "replayed 3 messages" in result.output  # 20 s of recorded time sent at once
+    negative = CliRunner().invoke(main, ["replay", "--input", str(path), "--speed", "-1"])
+    assert negative.exit_code != 0 and "--speed" in negative.output
+    waiting = CliRunner().invoke(main, [*args[:-2], "--speed", "1", "--wait-subscribers-ms", "50"])
+    assert waiting.exit_code != 0 and "subscribers" in waiting.output  # a REQ never waits forever
+
+
+def test_inspect_reports_a_torn_tail(tmp_path) -> None:
+    path = tmp_path / "s.navirec"
+    with StreamWriter(path, chunk_bytes=1024, fsync=False) as writer:
+        for i in range(30):
+            writer.append("t", bytes(100), float(i))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    result = CliRunner().invoke(main, ["inspect", str(path)])
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert 0 < summary["messages"] < 30 and summary["damage"] and not summary["closed_cleanly"]
