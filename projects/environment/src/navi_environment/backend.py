@@ -33,7 +33,7 @@ from navi_environment.physics import Kinematics, move_with_collisions
 from navi_environment.rewards import REWARD_TERMS, RewardInputs, Rewards
 from navi_environment.runtime.scene import RuntimeScene
 from navi_environment.runtime.scene_set import SceneSet
-from navi_environment.runtime.tracer import Tracer
+from navi_environment.runtime.tracer import Tracer, configure_numba
 
 log = structlog.get_logger()
 
@@ -101,6 +101,8 @@ class SdfDagBackend:
         self.settings = settings
         self.num_actors = num_actors
         self.device = torch.device(device)
+        # Before any scene is decoded: the compiler's parallel kernels would fix the layer first.
+        configure_numba(settings.tracer)
         corpus: list[Path | RuntimeScene] = (
             list(scenes) if scenes else list(scene_paths or corpus_paths(settings))
         )

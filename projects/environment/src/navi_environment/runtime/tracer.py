@@ -44,7 +44,10 @@ def sensor_directions(azimuth_bins: int, elevation_bins: int) -> np.ndarray:
 
 
 def configure_numba(tracer: TracerSettings) -> None:
-    """Apply the numba threading layer (effective until the first parallel launch) and thread count.
+    """Apply the numba threading layer and thread count.
+
+    The layer only takes effect if no numba parallel kernel has run yet in this process (numba
+    picks it at the first parallel launch): call this before decoding scenes.
 
     Why: with the OpenMP layer, numba's and torch's OpenMP pools spin after each parallel region and
     starve each other on a 2-core machine (a 0.02 ms reduction took 20 ms). ``NUMBA_THREADING_LAYER``
