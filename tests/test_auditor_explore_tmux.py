@@ -76,7 +76,8 @@ class Tmux:
                 log = self.stderr_log.read_text()[-3000:] if self.stderr_log.exists() else ""
                 raise AssertionError(f"the explorer exited while waiting for {what}:\n{screen}\n{log}")
             self._tick.wait(0.05)  # poll interval of a deadline-bounded condition check, not a sync sleep
-        raise AssertionError(f"timed out waiting for {what}; screen:\n{screen}")
+        log = self.stderr_log.read_text()[-3000:] if self.stderr_log.exists() else ""
+        raise AssertionError(f"timed out waiting for {what}; screen:\n{screen}\nstderr:\n{log}")
 
     def kill(self) -> None:
         subprocess.run(
