@@ -98,8 +98,12 @@ def build_environment(
         return BuiltEnvironment(env, {"backend": "point", "scenes": 0})
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
+    from navi_environment.runtime.tracer import configure_numba
 
     env_settings = env_settings or EnvironmentSettings()
+    # Before anything numba-parallel runs (building the default corpus does): numba fixes its
+    # threading layer at the first parallel launch, and OpenMP's spinning pool starves torch's.
+    configure_numba(env_settings.tracer)
     scenes = scene_paths(choice, env_settings)
     backend = SdfDagBackend(env_settings, num_actors, device=device, scene_paths=scenes)
     names = [path.name for path in scenes]
