@@ -22,6 +22,7 @@ from navi_actor.service import BrainSettings, run_brain
 from navi_actor.service.env_bridge import VectorEnvBridge, serve_in_thread
 from navi_contracts import ErrorReply, StepRequest, encode, free_tcp_endpoint
 from navi_contracts.codec_frames import decode_message, encode_message
+from navi_contracts.samples import sample_action
 from navi_contracts.zmq_util import new_socket
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
@@ -191,4 +192,4 @@ def test_no_environment_means_retries_not_a_hang(checkpoint: Path, tmp_path: Pat
 def test_request_before_reset_is_refused_by_the_bridge() -> None:
     bridge = VectorEnvBridge(PointGoalEnv(1))
     with pytest.raises(RuntimeError, match="reset"):
-        bridge(StepRequest(request_id=1, actions=None, reset=True).model_copy(update={"reset": False}))
+        bridge(StepRequest(request_id=1, actions=sample_action(batch=1)))
