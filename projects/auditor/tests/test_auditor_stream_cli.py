@@ -51,3 +51,14 @@ def test_inspect_reports_a_torn_tail(tmp_path) -> None:
     result = CliRunner().invoke(main, ["inspect", str(path)])
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert 0 < summary["messages"] < 30 and summary["damage"] and not summary["closed_cleanly"]
+
+
+def test_a_taken_port_is_explained(tmp_path) -> None:
+    from navi_contracts import Publisher
+
+    path = tmp_path / "s.navirec"
+    StreamWriter(path, fsync=False).close()
+    endpoint = free_tcp_endpoint()
+    with Publisher(endpoint):
+        result = CliRunner().invoke(main, ["replay", "--input", str(path), "--pub", endpoint])
+    assert result.exit_code != 0 and f"cannot bind {endpoint}" in result.output

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import structlog
+import zmq
 
 from navi_auditor.demos import DemoWriter
 from navi_auditor.explorer.terminal import Terminal
@@ -39,6 +40,19 @@ def demo_metadata(settings: AuditorSettings, env_settings: EnvironmentSettings, 
         "auditor_settings": settings.model_dump_json(),
         "horizon_m": env_settings.sensor.horizon_m,
     }
+
+
+def open_publisher(endpoint: str | None) -> Publisher | None:
+    """Bind the observation PUB socket, or explain why it cannot be bound."""
+    if not endpoint:
+        return None
+    try:
+        return Publisher(endpoint)
+    except zmq.ZMQError as error:
+        raise click.ClickException(
+            f"cannot bind {endpoint}: {error}. Another publisher (navi-environment serve?) may hold it; "
+            "pass --pub with another endpoint, or --pub none"
+        ) from error
 
 
 def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
@@ -109,6 +123,7 @@ def explore_main(
     except SceneSourceError as error:
         raise click.ClickException(str(error)) from error
     pilot = "autopilot" if autopilot else "keyboard"
+    publisher = open_publisher(explore.publish)
     writer = None
     if record:
         path = out or default_demo_path(settings, pilot)
@@ -118,7 +133,6 @@ def explore_main(
         writer = DemoWriter(
             path, shape, demo_metadata(settings, env_settings, pilot), settings.demos.part_frames
         )
-    publisher = Publisher(explore.publish) if explore.publish else None
     session = ExplorerSession(
         env_settings,
         scene_files,

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import zmq
 
 from navi_auditor.settings import AuditorSettings
 from navi_auditor.streams.format import RecordingFormatError, StreamReader
@@ -70,6 +71,8 @@ def replay(
             stats = replay_stream(path, publisher, speed, wait_for_subscribers_ms=wait)
     except (RecordingFormatError, PeerTimeoutError) as error:
         raise click.ClickException(str(error)) from error
+    except zmq.ZMQError as error:
+        raise click.ClickException(f"cannot bind {endpoint}: {error}") from error
     click.echo(f"replayed {stats.messages} messages in {stats.seconds:.2f} s ({stats.dropped} dropped)")
     if stats.damaged:
         click.echo(
