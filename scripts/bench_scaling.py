@@ -13,7 +13,7 @@ all three together. On a 2-core box the learner and two workers share two cores:
 to come from overlapping collection with the update (``collect_ahead``), not from more cores.
 
     uv run python scripts/bench_scaling.py [--env point|sdfdag] [--gmdag-file F] [--updates 3]
-        [--actors 4] [--rollout-length 32] [--tiny] [--threads 1]
+        [--actors 4] [--rollout-length 32] [--tiny] [--threads 1] [--sync]
 """
 
 from __future__ import annotations
@@ -83,7 +83,9 @@ def local_steps_per_second(options: dict[str, Any], artifacts: Path) -> float:
 
 def ray_steps_per_second(options: dict[str, Any], workers: int, artifacts: Path) -> dict[str, float]:
     """``workers`` rollout workers: one warm-up update, then ``updates`` timed ones."""
-    config = DistributedConfig(num_workers=workers, worker_torch_threads=options["threads"])
+    config = DistributedConfig(
+        num_workers=workers, worker_torch_threads=options["threads"], collect_ahead=options["collect_ahead"]
+    )
     settings = make_settings(options, workers * (1 + options["updates"]), artifacts)
     trainer = DistributedTrainer(settings, config, artifacts_dir=artifacts)
     try:
@@ -107,6 +109,12 @@ def ray_steps_per_second(options: dict[str, Any], workers: int, artifacts: Path)
 @click.option("--tiny", is_flag=True, help="A tiny policy (what the tests use) instead of the default one.")
 @click.option("--temporal-core", default=None, help="Override the default core (e.g. gru).")
 @click.option("--threads", type=int, default=1, show_default=True, help="torch threads per process.")
+@click.option(
+    "--collect-ahead/--sync",
+    default=True,
+    show_default=True,
+    help="Overlap collection with the update (the default), or synchronous PPO.",
+)
 def main(**options: Any) -> None:
     """Measure local vs Ray (1 and 2 workers) training throughput; print one JSON line."""
     configure_logging("warning")  # structlog writes to stderr; stdout carries only the JSON line
@@ -138,6 +146,7 @@ def main(**options: Any) -> None:
                 "timed_updates": options["updates"],
                 "policy": "tiny" if options["tiny"] else "default",
                 "torch_threads": options["threads"],
+                "collect_ahead": options["collect_ahead"],
                 "cpu_count": os.cpu_count(),
                 "load_average_1m": round(os.getloadavg()[0], 2),
                 "machine": platform.machine(),

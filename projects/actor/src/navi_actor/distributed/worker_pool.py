@@ -170,8 +170,7 @@ class WorkerPool:
         while len(accepted) < count:
             self._top_up(bundle_ref, count - len(accepted), collect_ahead)
             ready = self._wait_one()
-            if not ready:
-                self._kill_hung()
+            self._kill_hung()  # every pass: one hung worker must not hide behind busy ones
             for ref in ready:
                 fragment = self._receive(ref, self._in_flight.pop(ref).slot)
                 if fragment is None:
