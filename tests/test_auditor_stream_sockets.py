@@ -56,6 +56,9 @@ def test_recorded_session_replays_bytes_order_and_timing(tmp_path: Path) -> None
     recorded = list(StreamReader(path))
     assert [(r.topic, r.payload) for r in recorded] == messages  # raw bytes, no re-encoding
     assert decode(recorded[0].payload) == sample_distance_matrix(batch=1, seed=0)
+    reader = StreamReader(path)
+    reader.scan()
+    assert reader.report.metadata["endpoints"] and "git_revision" in reader.report.metadata
 
     speed = 2.0
     endpoint = free_tcp_endpoint()

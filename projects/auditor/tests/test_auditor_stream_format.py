@@ -75,14 +75,15 @@ def test_every_truncation_keeps_exactly_the_complete_chunks(tmp_path) -> None:
     starts = [int(chunk[0]) for chunk in chunks]
     ends = [*starts[1:], data.rindex(b"NIDX")]  # a data chunk ends where the next one (or the index) starts
     cut_path = tmp_path / "cut.navirec"
-    edges = {edge + delta for edge in (16, *ends, len(data)) for delta in (-1, 0, 1)}
+    edges = {edge + delta for edge in (16, starts[0], *ends, len(data)) for delta in (-1, 0, 1)}
     for cut in sorted({*range(16, len(data) + 1, 5), *edges} & set(range(16, len(data) + 1))):
         cut_path.write_bytes(data[:cut])
         reader = StreamReader(cut_path)
         got = list(reader)
         expected = sum(int(chunk[1]) for chunk, end in zip(chunks, ends, strict=True) if end <= cut)
         assert [r.receive_time for r in got] == [r[0] for r in records[:expected]], cut
-        assert (reader.report.damage is None) == (cut in (16, *ends, len(data))), cut
+        clean = (16, starts[0], *ends, len(data))  # after the header, the metadata chunk, any chunk
+        assert (reader.report.damage is None) == (cut in clean), cut
 
 
 def test_corrupt_chunk_stops_the_read_with_a_reason(tmp_path) -> None:
@@ -156,3 +157,4 @@ def test_inspect_command_reports_counts_and_damage(tmp_path) -> None:
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["messages"] == 3 and summary["topics"] == {"a": 2, "b": 1}
     assert summary["seconds"] == 3.0 and summary["closed_cleanly"] and summary["damage"] is None
+    assert summary["metadata"] == {}

@@ -93,4 +93,5 @@ def inspect(path: Path) -> None:
         "path": str(path), "messages": report.messages, "chunks": report.chunks,
         "topics": dict(report.topics), "seconds": span,
         "closed_cleanly": report.has_index, "damage": report.damage,
+        "metadata": report.metadata,
     }))  # fmt: skip

@@ -8,8 +8,9 @@ chunks alone are the source of truth, so a file without an index is still comple
 
 Layout (little-endian)::
 
-    file    = header chunk* [index]
+    file    = header meta chunk* [index]
     header  = b"NAVIREC\\0" u32 version u32 reserved                          (16 bytes)
+    meta    = b"NMET" u32 0 u32 json_bytes u32 crc32(json) json      (what produced the file)
     chunk   = b"NCHK" u32 record_count u32 payload_bytes u32 crc32(payload) payload
     payload = record*
     record  = f64 receive_time u16 topic_bytes u32 payload_bytes topic payload
@@ -38,6 +39,8 @@ FILE_MAGIC = b"NAVIREC\0"
 FORMAT_VERSION = 1
 CHUNK_MAGIC = b"NCHK"
 INDEX_MAGIC = b"NIDX"
+META_MAGIC = b"NMET"
+_KNOWN_MAGIC = (CHUNK_MAGIC, INDEX_MAGIC, META_MAGIC)
 _FILE_HEADER = struct.Struct("<8sII")
 _CHUNK_HEADER = struct.Struct("<4sIII")
 _RECORD_HEADER = struct.Struct("<dHI")
@@ -66,10 +69,16 @@ class StreamWriter:
         chunk_bytes: flush the open chunk once its records reach this many bytes.
         chunk_seconds: flush a non-empty chunk at least this often (see :meth:`maybe_flush`).
         fsync: fsync after every chunk, so flushed chunks survive a power loss too.
+        metadata: JSON-serialisable provenance written first (endpoints, versions, git revision...).
     """
 
     def __init__(
-        self, path: Path, chunk_bytes: int = 4 << 20, chunk_seconds: float = 1.0, fsync: bool = True
+        self,
+        path: Path,
+        chunk_bytes: int = 4 << 20,
+        chunk_seconds: float = 1.0,
+        fsync: bool = True,
+        metadata: dict[str, Any] | None = None,
     ):
         self.path = Path(path)
         if self.path.exists():
@@ -78,6 +87,8 @@ class StreamWriter:
         self.chunk_bytes, self.chunk_seconds, self.fsync = chunk_bytes, chunk_seconds, fsync
         self._stream: BinaryIO = self.path.open("xb")
         self._stream.write(_FILE_HEADER.pack(FILE_MAGIC, FORMAT_VERSION, 0))
+        meta = json.dumps(metadata or {}, sort_keys=True, default=str).encode("utf-8")
+        self._stream.write(_CHUNK_HEADER.pack(META_MAGIC, 0, len(meta), zlib.crc32(meta)) + meta)
         self._buffer = bytearray()
         self._buffer_records = 0
         self._buffer_opened = time.monotonic()
@@ -182,6 +193,7 @@ class ReadReport:
     first_time: float | None = None
     last_time: float | None = None
     has_index: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
     damaged_at: int | None = None
     damage: str | None = None
 
@@ -226,7 +238,7 @@ class StreamReader:
                 if records is None:
                     self._damaged(offset, "records overrun their chunk")
                     return
-                self.report.chunks += 1
+                self.report.chunks += int(chunk[0] > 0)  # the metadata chunk holds no records
                 for record in records:
                     self._count(record)
                     yield record
@@ -247,8 +259,8 @@ class StreamReader:
             damage = f"torn chunk header ({len(head)} of {_CHUNK_HEADER.size} bytes)"
         else:
             magic, count, size, crc = _CHUNK_HEADER.unpack(head)
-            payload = stream.read(size) if magic in (CHUNK_MAGIC, INDEX_MAGIC) else b""
-            if magic not in (CHUNK_MAGIC, INDEX_MAGIC):
+            payload = stream.read(size) if magic in _KNOWN_MAGIC else b""
+            if magic not in _KNOWN_MAGIC:
                 damage = f"bad chunk magic {magic!r}"
             elif len(payload) < size:
                 damage = f"torn chunk ({len(payload)} of {size} bytes)"
@@ -260,6 +272,9 @@ class StreamReader:
         if magic == INDEX_MAGIC:
             self.report.has_index = True
             return None
+        if magic == META_MAGIC:
+            self.report.metadata = json.loads(payload)
+            return 0, b""
         return count, payload
 
     def _count(self, record: StreamRecord) -> None:

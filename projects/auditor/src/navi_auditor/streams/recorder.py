@@ -10,6 +10,7 @@ from pathlib import Path
 
 import structlog
 
+from navi_auditor.provenance import provenance
 from navi_auditor.settings import RecordingSettings
 from navi_auditor.streams.format import StreamWriter
 from navi_contracts import Subscriber
@@ -58,11 +59,13 @@ def record_stream(
         :class:`RecordStats`.
     """
     stop = stop or threading.Event()
+    meta = {**provenance(), "endpoints": list(endpoints), "topics": list(topics) if topics else None,
+            "recording_settings": settings.model_dump(mode="json")}  # fmt: skip
     started = time.monotonic()
     deadline = None if duration_s is None else started + duration_s
     with (
         Subscriber(list(endpoints), topics=topics, latest_only=False) as subscriber,
-        StreamWriter(out, settings.chunk_bytes, settings.chunk_seconds, settings.fsync) as writer,
+        StreamWriter(out, settings.chunk_bytes, settings.chunk_seconds, settings.fsync, meta) as writer,
     ):
         log.info("auditor.record.started", endpoints=list(endpoints), out=str(out), topics=topics)
         try:
