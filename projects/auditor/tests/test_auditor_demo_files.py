@@ -8,6 +8,8 @@ import zipfile
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from navi_auditor.cli import main
 from navi_auditor.demos import (
@@ -138,3 +140,17 @@ def test_demo_info_command(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     info = json.loads(result.output.strip().splitlines()[-1])
     assert info["frames"] == 9 and info["segments"] == 2 and info["pilot"] == "autopilot"
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frames=st.integers(min_value=1, max_value=23), part_frames=st.integers(min_value=1, max_value=9))
+def test_streamed_merge_equals_concatenation_for_any_part_size(tmp_path_factory, frames, part_frames) -> None:
+    folder = tmp_path_factory.mktemp("merge")
+    reference = DemoWriter(folder / "whole.npz", SHAPE, {}, part_frames=1000)  # one part: no merging
+    fill(reference, frames, seed=frames)
+    parted = DemoWriter(folder / "parted.npz", SHAPE, {}, part_frames=part_frames)
+    fill(parted, frames, seed=frames)
+    whole, merged = load_demonstration(reference.close()), load_demonstration(parted.close())
+    for name in FRAME_FIELDS:
+        np.testing.assert_array_equal(merged.frames[name], whole.frames[name], err_msg=name)
+    assert merged.segment_seeds.tolist() == whole.segment_seeds.tolist()
