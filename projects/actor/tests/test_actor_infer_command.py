@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +20,21 @@ from navi_contracts import DistanceMatrix, Publisher, Subscriber, TelemetryEvent
 
 
 @pytest.fixture(autouse=True)
-def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's process setup caches loggers (breaks capture_logs later) and traps SIGTERM: not here."""
+def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The CLI's process setup caches loggers (breaks capture_logs later) and traps SIGTERM: not here.
+
+    One torch thread: a tiny policy on a busy 2-core machine is fastest without a thread pool.
+    """
     from navi_contracts.logging import configure_logging
 
     def start(settings: object) -> None:
         configure_logging("info", production=False)
 
     monkeypatch.setattr("navi_actor.service.command.start_process", start)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
