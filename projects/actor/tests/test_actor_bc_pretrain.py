@@ -176,3 +176,8 @@ def test_cli_reports_missing_demonstrations(tmp_path) -> None:
         bc_pretrain, ["--demonstrations", str(tmp_path / "nothing"), "--artifacts-dir", str(tmp_path)]
     )
     assert cli.exit_code != 0 and "does not exist" in cli.output
+
+
+def test_cli_rejects_bad_settings_with_the_field_name(tmp_path) -> None:
+    cli = CliRunner().invoke(bc_pretrain, ["--epochs", "0", "--artifacts-dir", str(tmp_path)])
+    assert cli.exit_code != 0 and "bc.epochs" in cli.output

@@ -42,7 +42,6 @@ def bc_pretrain(**options: Any) -> None:
     """
     from pydantic import ValidationError
 
-    from navi_actor.bc.config import BCConfig
     from navi_actor.bc.dataset import DemonstrationError
     from navi_actor.bc.pretrain import run_pretrain
     from navi_actor.checkpoints import CheckpointError
@@ -65,13 +64,14 @@ def bc_pretrain(**options: Any) -> None:
     selectors = {
         key: options[key] for key in ("encoder_backend", "temporal_core") if options[key] is not None
     }
+    groups = {"bc": bc_values, "train": train_values}
+    values: dict[str, Any] = {**selectors, **{name: group for name, group in groups.items() if group}}
     try:
-        values: dict[str, Any] = {**selectors, **({"train": train_values} if train_values else {})}
-        settings = ActorSettings(**values)
-        base = getattr(settings, "bc", None) or BCConfig()  # ActorSettings.bc once the group is registered
-        config = BCConfig.model_validate(base.model_dump() | bc_values)
+        settings = ActorSettings(**values)  # CLI values beat NAVI_ACTOR_BC__* / .env
     except ValidationError as error:
-        raise click.ClickException(f"invalid settings: {error}") from error
+        lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in error.errors()]
+        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
+    config = settings.bc
     configure_logging(settings.log_level, settings.log_json)
     if settings.train.torch_threads is not None:
         import torch

@@ -1,4 +1,4 @@
-"""Behaviour-cloning settings: a settings group meant to live in ``ActorSettings.bc``."""
+"""Behaviour-cloning settings: the ``bc`` group of ``ActorSettings`` (``NAVI_ACTOR_BC__EPOCHS=...``)."""
 
 from __future__ import annotations
 
