@@ -1,11 +1,10 @@
 """Corpus-side spawn qualification: a thin adapter over the runtime's :mod:`runtime.spawn`.
 
-There is exactly one tracer in Navi; qualification probes spawns with the same one the drones use
-(``runtime.spawn.qualify_scene`` on a ``runtime.scene`` brick map). The adapter builds that brick
-map from :func:`navi_environment.gmdag.sample.dense_query` (void octants refined by a distance
-transform) because spawn selection reads distances as *clearance*: the bare void bound
-underestimates it in open rooms by up to ~2x, which rejects every spawn in narrow scenes.
-Imports are lazy because the runtime's settings import this package's settings module.
+There is exactly one tracer in Navi; qualification probes spawns with the same one the drones use,
+on the same brick map the runtime builds at load (``runtime.loader.scene_from_asset``, which reads
+clearance from the refined :func:`navi_environment.gmdag.sample.dense_query` when it fits the scene
+budget), so a verdict here is what training will see. Imports are lazy because the runtime's
+settings import this package's settings module.
 """
 
 from __future__ import annotations
@@ -49,22 +48,11 @@ def qualify_asset(
         with ``source_bounds``, ``viable_inside``.
     """
     from navi_environment.config import EnvironmentSettings
-    from navi_environment.gmdag.sample import dense_query
-    from navi_environment.runtime.loader import effective_band_voxels
-    from navi_environment.runtime.scene import build_runtime_scene
+    from navi_environment.runtime.loader import scene_from_asset
     from navi_environment.runtime.spawn import qualify_scene
 
     settings = settings or EnvironmentSettings()
-    voxel = float(asset.voxel_size)
-    scene = build_runtime_scene(
-        dense_query(asset, refined=True),
-        asset.bmin,
-        voxel,
-        asset.resolution,
-        band_voxels=effective_band_voxels(settings, voxel),
-        max_bytes=settings.scene.max_scene_bytes,
-        name=asset.source,
-    )
+    scene = scene_from_asset(asset, settings)
     # Candidates are drawn in the whole padded cube, of which a flat apartment fills a few per cent:
     # probe enough of them that the interior is sampled, not just the roof and the padding.
     candidates = max(settings.scene.spawn_candidates, QUALIFY_MIN_CANDIDATES)
