@@ -27,7 +27,7 @@ def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     """
     from navi_contracts.logging import configure_logging
 
-    def start(settings: object) -> None:
+    def start(settings: object, default_torch_threads: int | None = None) -> None:
         configure_logging("info", production=False)
 
     monkeypatch.setattr("navi_actor.service.command.start_process", start)

@@ -33,15 +33,27 @@ def build_brain_settings(**groups: dict[str, Any]) -> Any:
         raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
 
 
-def start_process(settings: Any) -> None:
-    """Entry-point setup: logging, torch threads, and SIGTERM behaving like Ctrl+C."""
+SERVICE_TORCH_THREADS = 1
+"""torch threads of ``serve`` unless ``--torch-threads`` / ``train.torch_threads`` says otherwise: the
+brain shares the CPU with the environment server, and on the 2-core box a 2-thread brain made the
+stack 7x slower than a 1-thread one (``scripts/bench_stack.py``, docs/service.md)."""
+
+
+def start_process(settings: Any, default_torch_threads: int | None = None) -> None:
+    """Entry-point setup: logging, torch threads, and SIGTERM behaving like Ctrl+C.
+
+    Args:
+        settings: resolved ``BrainSettings``.
+        default_torch_threads: threads when ``train.torch_threads`` is unset (None: torch's choice).
+    """
     import torch
 
     from navi_contracts.logging import configure_logging
 
     configure_logging(settings.log_level, settings.log_json)
-    if settings.train.torch_threads is not None:
-        torch.set_num_threads(settings.train.torch_threads)
+    threads = settings.train.torch_threads or default_torch_threads
+    if threads is not None:
+        torch.set_num_threads(threads)
 
     def _interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
@@ -89,7 +101,7 @@ def artifacts_dir(settings: Any) -> Path:
     "--wait-for-subscribers", type=int, help="Wait for this many subscribers on the actor PUB first."
 )
 @click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ...")
-@click.option("--torch-threads", type=int, help="torch intra-op threads.")
+@click.option("--torch-threads", type=int, help="torch intra-op threads (default 1: the env shares the CPU).")
 def serve(
     *,
     mode: str | None,
@@ -132,7 +144,7 @@ def serve(
         },
         train={"device": device, "torch_threads": torch_threads},
     )
-    start_process(settings)
+    start_process(settings, default_torch_threads=SERVICE_TORCH_THREADS)
     try:
         steps = run_brain(settings, artifacts_dir(settings))
     except KeyboardInterrupt:
