@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import structlog
 import torch
 from structlog.testing import capture_logs
 
@@ -15,6 +16,13 @@ from navi_actor.registry import ModelRegistry
 from navi_actor.runners.point_env import PointGoalEnv
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+
+
+@pytest.fixture(autouse=True)
+def uncached_loggers() -> None:
+    """capture_logs only sees loggers that are not cached; an entry point run earlier in this
+    process (production logging) may have turned caching on."""
+    structlog.configure(cache_logger_on_first_use=False)
 
 
 def small_policy(core: str = "gru", seed: int = 0, **extra: float) -> NaviPolicy:

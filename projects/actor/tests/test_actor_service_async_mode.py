@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import structlog
 import torch
 from structlog.testing import capture_logs
 
@@ -20,6 +21,13 @@ from navi_actor.service.env_bridge import observation_message
 from navi_contracts import Action, Publisher, Subscriber, free_tcp_endpoint, topics
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+
+
+@pytest.fixture(autouse=True)
+def uncached_loggers() -> None:
+    """capture_logs only sees loggers that are not cached; an entry point run earlier in this
+    process (production logging) may have turned caching on."""
+    structlog.configure(cache_logger_on_first_use=False)
 
 
 @pytest.fixture(autouse=True)

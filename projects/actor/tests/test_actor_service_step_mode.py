@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import structlog
 import torch
 import zmq
 from structlog.testing import capture_logs
@@ -26,6 +27,13 @@ from navi_contracts.samples import sample_action
 from navi_contracts.zmq_util import new_socket
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+
+
+@pytest.fixture(autouse=True)
+def uncached_loggers() -> None:
+    """capture_logs only sees loggers that are not cached; an entry point run earlier in this
+    process (production logging) may have turned caching on."""
+    structlog.configure(cache_logger_on_first_use=False)
 
 
 @pytest.fixture(autouse=True)
