@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -25,10 +26,10 @@ from navi_auditor.demos import load_demonstration
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag, write_gmdag
 from navi_environment.runtime.analytic import RoomSpec, room_query
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (see .ci/apt-packages)"),
-]
+pytestmark = pytest.mark.slow
+needs_tmux = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (see .ci/apt-packages)"
+)
 
 REPO = Path(__file__).resolve().parents[1]
 # 6 m tall: the compiled field is a lower bound in pruned void blocks, and spawns need 0.8 m of it.
@@ -92,6 +93,7 @@ def step_of(screen: str) -> int:
     return -1
 
 
+@needs_tmux
 def test_keyboard_flight_in_tmux_records_a_demonstration(tmp_path: Path) -> None:
     scene = compile_room(tmp_path / "room.gmdag")
     out = tmp_path / "flight.npz"
@@ -130,3 +132,29 @@ def test_keyboard_flight_in_tmux_records_a_demonstration(tmp_path: Path) -> None
     verify = CliRunner().invoke(main, ["demo-verify", str(out)])  # the keyboard flight re-flies exactly
     assert verify.exit_code == 0, verify.output
     assert json.loads(verify.output.strip().splitlines()[-1])["max_observation_error"] == 0.0
+
+
+def test_sigterm_finishes_the_demonstration(tmp_path: Path) -> None:
+    """A terminated explorer (kill, closed SSH session) still merges what it recorded."""
+    scene = compile_room(tmp_path / "room.gmdag")
+    out = tmp_path / "killed.npz"
+    env = {**os.environ, "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32", "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
+           "NAVI_AUDITOR_DEMOS__PART_FRAMES": "8"}  # fmt: skip
+    command = [str(Path(sys.executable).parent / "explore"), "--autopilot", "--record", "--out", str(out),
+               "--gmdag-file", str(scene), "--max-steps", "100000", "--pub", "none",
+               "--autopilot-hz", "50"]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, cwd=REPO)  # fmt: skip
+    try:
+        parts = out.with_suffix(".parts")
+        deadline, tick = time.monotonic() + 120, threading.Event()
+        while not list(parts.glob("part_000001.npz")):  # two parts flushed: at least 16 frames
+            assert process.poll() is None and time.monotonic() < deadline, "explorer exited or stalled"
+            tick.wait(0.05)
+        process.send_signal(signal.SIGTERM)
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0 and b"demonstration:" in stdout
+    assert not parts.exists() and len(load_demonstration(out)) >= 16

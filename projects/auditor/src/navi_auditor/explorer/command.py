@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,17 @@ def demo_metadata(settings: AuditorSettings, env_settings: EnvironmentSettings, 
         "auditor_settings": settings.model_dump_json(),
         "horizon_m": env_settings.sensor.horizon_m,
     }
+
+
+def interrupt_on_termination() -> None:
+    """Turn SIGTERM and SIGHUP (a closed SSH session) into KeyboardInterrupt, so the terminal is
+    restored and the demonstration finished on those paths too (installed by the entry point only)."""
+
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, raise_interrupt)
 
 
 def open_publisher(endpoint: str | None) -> Publisher | None:
@@ -146,6 +158,7 @@ def explore_main(
         settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, explore.device
     )
     summary = None
+    interrupt_on_termination()
     try:
         with terminal:
             summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot).run()
