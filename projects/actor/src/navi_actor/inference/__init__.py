@@ -1,10 +1,29 @@
-"""In-process inference (``navi-actor infer``) and the acting path shared with the brain service."""
+"""In-process inference (``navi-actor infer``) and the acting path shared with the brain service.
 
-from navi_actor.inference.policy_source import PolicySource, build_policy, resolve_policy_source
-from navi_actor.inference.runner import InferenceSummary, run_inference
-from navi_actor.inference.stepper import PolicyStepper
-from navi_actor.inference.telemetry import ActingTelemetry
+Exports load lazily so that ``navi_actor.inference.config`` (a plain settings group) can be imported
+by ``navi_actor.config`` without an import cycle.
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from navi_actor.inference.policy_source import PolicySource, build_policy, resolve_policy_source
+    from navi_actor.inference.runner import InferenceSummary, run_inference
+    from navi_actor.inference.stepper import PolicyStepper
+    from navi_actor.inference.telemetry import ActingTelemetry
+
+_EXPORTS = {
+    "ActingTelemetry": "navi_actor.inference.telemetry",
+    "InferenceSummary": "navi_actor.inference.runner",
+    "PolicySource": "navi_actor.inference.policy_source",
+    "PolicyStepper": "navi_actor.inference.stepper",
+    "build_policy": "navi_actor.inference.policy_source",
+    "resolve_policy_source": "navi_actor.inference.policy_source",
+    "run_inference": "navi_actor.inference.runner",
+}
 __all__ = [
     "ActingTelemetry",
     "InferenceSummary",
@@ -14,3 +33,9 @@ __all__ = [
     "resolve_policy_source",
     "run_inference",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'navi_actor.inference' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

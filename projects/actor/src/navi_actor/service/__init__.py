@@ -1,10 +1,30 @@
 """The brain service: the policy behind ZeroMQ sockets (``navi-actor serve``, bare ``brain``).
 
-See ``docs/service.md`` for the protocol, the two modes and the failure behaviour.
+Exports load lazily so that ``navi_actor.service.config`` (a plain settings group) can be imported by
+``navi_actor.config`` without pulling in the service. See ``docs/service.md``.
 """
 
-from navi_actor.service.brain import run_brain
-from navi_actor.service.brain_core import BrainCore
-from navi_actor.service.config import BrainSettings, ServiceConfig
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from navi_actor.service.brain import run_brain
+    from navi_actor.service.brain_core import BrainCore
+    from navi_actor.service.brain_settings import BrainSettings
+    from navi_actor.service.config import ServiceConfig
+
+_EXPORTS = {
+    "BrainCore": "navi_actor.service.brain_core",
+    "BrainSettings": "navi_actor.service.brain_settings",
+    "ServiceConfig": "navi_actor.service.config",
+    "run_brain": "navi_actor.service.brain",
+}
 __all__ = ["BrainCore", "BrainSettings", "ServiceConfig", "run_brain"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'navi_actor.service' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -18,7 +18,7 @@ from navi_actor.inference.policy_source import resolve_policy_source
 from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.service.async_loop import AsyncModeLoop
 from navi_actor.service.brain_core import BrainCore
-from navi_actor.service.config import BrainSettings
+from navi_actor.service.brain_settings import BrainSettings
 from navi_actor.service.step_loop import StepModeLoop
 from navi_contracts import Publisher, ReqClient, Subscriber, topics
 

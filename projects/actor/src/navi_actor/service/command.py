@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 def build_brain_settings(**groups: dict[str, Any]) -> Any:
     """``BrainSettings`` from CLI values (None values dropped), errors as a readable ClickException."""
-    from navi_actor.service.config import BrainSettings
+    from navi_actor.service.brain_settings import BrainSettings
 
     kwargs: dict[str, Any] = {
         name: kept

@@ -1,8 +1,7 @@
-"""Settings of the brain service (``NAVI_ACTOR_SERVICE__*``) and :class:`BrainSettings`.
+"""Settings group of the brain service (``NAVI_ACTOR_SERVICE__*``).
 
-``BrainSettings`` is :class:`~navi_actor.config.ActorSettings` with the ``service`` and ``inference``
-groups added, so ``serve`` and ``infer`` read the same ``NAVI_ACTOR_`` prefix, device and policy
-settings as the trainer.
+A plain group without imports from the rest of navi-actor, so ``navi_actor.config`` can embed it in
+``ActorSettings`` without an import cycle (see :mod:`navi_actor.service.brain_settings`).
 """
 
 from __future__ import annotations
@@ -12,9 +11,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from navi_actor.config import ActorSettings
-from navi_actor.inference.config import InferenceConfig
-from navi_actor.launcher.config import LauncherConfig
 from navi_contracts.settings import SettingsGroup
 
 
@@ -57,11 +53,3 @@ class ServiceConfig(SettingsGroup):
     total_steps: int | None = Field(
         default=None, gt=0, description="Stop after this many acting steps (null: serve until Ctrl+C)."
     )
-
-
-class BrainSettings(ActorSettings):
-    """``ActorSettings`` plus the ``service``, ``inference`` and ``launcher`` groups (``NAVI_ACTOR_``)."""
-
-    service: ServiceConfig = Field(default_factory=ServiceConfig)
-    inference: InferenceConfig = Field(default_factory=InferenceConfig)
-    launcher: LauncherConfig = Field(default_factory=LauncherConfig)
