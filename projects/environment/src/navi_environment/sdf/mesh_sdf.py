@@ -28,6 +28,7 @@ log = structlog.get_logger()
 BAND_VOXELS = 2.5
 """Exact distances and per-voxel signs are computed within this many voxels of the surface."""
 _REGION_SAMPLES = 7
+WINDING_EDGE_VOXELS = 8.0
 
 
 def _centres(flat_indices: np.ndarray, resolution: int, bmin: np.ndarray, voxel: float) -> np.ndarray:
@@ -94,12 +95,19 @@ def mesh_grids(
     splat_unsigned_distance(triangles, ranges, origin, voxel, udf)
     in_band = udf < np.float32(band)
 
-    bvh = build_bvh(triangles)
+    # Winding numbers use a copy split into triangles of at most WINDING_EDGE_VOXELS: large flat
+    # faces (floors, walls) otherwise give the hierarchy clusters too wide for its far-field
+    # expansion, and every query degenerates to the exact sum (measured 2x slower).
+    vertices, faces = trimesh.remesh.subdivide_to_size(
+        mesh.vertices, mesh.faces, max_edge=WINDING_EDGE_VOXELS * voxel, max_iter=20
+    )
+    winding_triangles = np.ascontiguousarray(vertices[faces], dtype=np.float64)
+    bvh = build_bvh(winding_triangles)
     band_flat = np.flatnonzero(in_band)
-    band_winding = winding_numbers(_centres(band_flat, resolution, bmin, voxel), triangles, *bvh)
+    band_winding = winding_numbers(_centres(band_flat, resolution, bmin, voxel), winding_triangles, *bvh)
     labels, regions = ndimage.label(~in_band)
     sample_flat, sample_region = _region_samples(labels, regions)
-    sample_winding = winding_numbers(_centres(sample_flat, resolution, bmin, voxel), triangles, *bvh)
+    sample_winding = winding_numbers(_centres(sample_flat, resolution, bmin, voxel), winding_triangles, *bvh)
     votes = np.bincount(sample_region, weights=np.abs(sample_winding) > 0.5, minlength=regions + 1)
     totals = np.bincount(sample_region, minlength=regions + 1)
     region_inside = votes > 0.5 * np.maximum(totals, 1)
