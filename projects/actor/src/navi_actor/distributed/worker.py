@@ -48,6 +48,20 @@ class WeightsBundle:
     step_id: int
 
 
+def _environment_settings(threads: int) -> Any:
+    """Simulator settings whose numba pool fits the worker's CPU share, unless the user chose one.
+
+    numba's default pool has one thread per core of the machine; with several workers (and a
+    learner) per machine those pools oversubscribe the cores and stall torch in the same process.
+    """
+    from navi_environment.config import EnvironmentSettings
+
+    settings = EnvironmentSettings()
+    if settings.tracer.threads != 0:  # NAVI_ENV_TRACER__THREADS was set: respect it
+        return settings
+    return settings.model_copy(update={"tracer": settings.tracer.model_copy(update={"threads": threads})})
+
+
 class RolloutWorker:
     """Steps ``settings.rollout.num_actors`` drones and returns rollout fragments.
 
@@ -55,13 +69,16 @@ class RolloutWorker:
         settings: the run's settings (environment, rollout and shaping groups are used).
         worker_index: this worker's slot (seeds its environment differently from the others).
         device: torch device for the environment and the policy copy.
-        torch_threads: torch intra-op threads in this process.
+        torch_threads: torch intra-op threads in this process (also the simulator's numba threads
+            unless ``NAVI_ENV_TRACER__THREADS`` is set).
     """
 
     def __init__(self, settings: ActorSettings, worker_index: int, device: str, torch_threads: int) -> None:
         torch.set_num_threads(torch_threads)
         self.settings, self.worker_index, self.device = settings, worker_index, torch.device(device)
-        self.built = build_environment(settings.environment, settings.rollout.num_actors, device)
+        self.built = build_environment(
+            settings.environment, settings.rollout.num_actors, device, _environment_settings(torch_threads)
+        )
         self.weights_key: tuple[str, int] = ("", -1)  # (run_id, version) of the loaded weights
         self.policy: NaviPolicy | None = None
         self._policy_config = ""  # JSON of the architecture the policy copy was built with
