@@ -79,3 +79,20 @@ def test_serve_rejects_two_sources_and_explains_itself(tmp_path: Path) -> None:
     assert "--gmdag-file" in help_text and "StepRequest" in help_text
     both = runner.invoke(main, ["serve", "--gmdag-file", str(path), "--corpus", str(tmp_path)])
     assert both.exit_code == 2 and "either --gmdag-file or --corpus" in both.output
+
+
+def test_spawns_stay_inside_an_enclosed_building_not_around_it() -> None:
+    """A closed room floating in a big empty cube: exterior points have clearance but see open sky."""
+    centre, half, wall = np.array([0.0, 0.0, 0.0]), np.array([5.0, 4.0, 1.5]), 0.3  # 2.4-voxel walls
+
+    def shell(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = np.abs(points - centre) - half
+        box = np.linalg.norm(np.maximum(q, 0.0), axis=1) + np.minimum(q.max(axis=1), 0.0)
+        return (np.abs(box) - wall).astype(np.float32), np.ones(len(points), np.uint16)
+
+    scene = build_runtime_scene(shell, np.full(3, -8.0), 0.25, 64)
+    report = qualify_scene(scene, EnvironmentSettings(), seed=1, candidates=4096)
+    assert report.passed
+    inside = (np.abs(report.positions - centre) < half).all(axis=1)
+    assert len(report.positions) > 5 and inside.all(), f"{(~inside).sum()} spawns outside the room"
+    assert np.all(report.starvation <= 0.15)

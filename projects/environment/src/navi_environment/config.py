@@ -77,6 +77,13 @@ class SceneSettings(BaseModel):
     spawn_max_starvation: float = Field(
         default=0.7, gt=0.0, le=1.0, description="A spawn whose starvation reaches this is not viable."
     )
+    spawn_starvation_margin: float = Field(
+        default=0.15,
+        ge=0.0,
+        le=1.0,
+        description="A spawn is viable only within this margin of the scene's least-starved spawn "
+        "(keeps drones inside a building rather than on its roof, yet lets open scenes qualify).",
+    )
 
 
 class PhysicsSettings(BaseModel):

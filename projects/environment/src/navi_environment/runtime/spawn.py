@@ -3,7 +3,10 @@
 Candidates are drawn uniformly in the scene cube, kept if their distance to every surface is at
 least ``scene.spawn_clearance_m``, then scored with a coarse spherical probe traced by the same
 tracer the drones use: starvation = share of probe rays that see nothing within the horizon. A
-spawn is viable below ``scene.spawn_max_starvation``. A scene passes when it has a viable spawn and
+spawn is viable below ``scene.spawn_max_starvation`` and within ``scene.spawn_starvation_margin`` of
+the least-starved candidate: in an enclosed scene (best starvation ~0) that rejects points outside
+the building, on its roof or beside it, whose probes see open sky, while an open scene (best
+starvation 0.5, say) still gets spawns. A scene passes when it has a viable spawn and
 its best starvation is below 0.7 (the verdict used by corpus qualification).
 """
 
@@ -97,7 +100,7 @@ def qualify_scene(
     )
     free_points, free_clear, tried = _free_candidates(tracer, scene, settings, count, seed)
     starvation = _probe_starvation(tracer, free_points, probe_rays)
-    viable = starvation < settings.scene.spawn_max_starvation
+    viable = _viable(starvation, settings)
     order = np.lexsort((-free_clear[viable], starvation[viable]))[: settings.scene.spawn_max]
     report_positions = free_points[viable][order]
     report_starvation = starvation[viable][order].astype(np.float32)
@@ -147,6 +150,16 @@ def _probe_starvation(tracer: Tracer, points: np.ndarray, probe_rays: int) -> np
         origins, rays, t_max, torch.zeros_like(t_max), torch.zeros(K * probe_rays, dtype=torch.int32)
     )
     return 1.0 - hit.numpy().reshape(K, probe_rays).mean(axis=1)
+
+
+def _viable(starvation: np.ndarray, settings: EnvironmentSettings) -> np.ndarray:
+    """[K] bool: below the absolute limit and within the margin of the best candidate."""
+    if len(starvation) == 0:
+        return np.zeros(0, dtype=bool)
+    limit = min(
+        settings.scene.spawn_max_starvation, float(starvation.min()) + settings.scene.spawn_starvation_margin
+    )
+    return (starvation < settings.scene.spawn_max_starvation) & (starvation <= limit)
 
 
 def _verdict(
