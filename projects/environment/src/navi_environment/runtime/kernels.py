@@ -35,7 +35,7 @@ _INV_QUANTA = 1.0 / BRICK_QUANTA
 _OUTSIDE = 1.0e9  # distance reported for points outside every scene cube (free, no surface known)
 
 
-@njit(cache=True, fastmath=_FAST, nogil=True)
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy")
 def _distance_at(ux, uy, uz, C, coff, coarse_dist, brick_index, bricks_sdf, voxel):  # type: ignore[no-untyped-def]  # noqa: PLR0917
     """Distance (metres) at voxel coordinates ``u`` (inside the cube) and the coarse cell index.
 
@@ -81,7 +81,7 @@ def _distance_at(ux, uy, uz, C, coff, coarse_dist, brick_index, bricks_sdf, voxe
     return (c0 + (c1 - c0) * wx) * (voxel * _INV_QUANTA), cell, b
 
 
-@njit(cache=True, fastmath=_FAST, nogil=True)
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy", forceinline=True)
 def _semantic_at(ux, uy, uz, C, coff, coarse_sem, brick_index, bricks_sem):  # type: ignore[no-untyped-def]  # noqa: PLR0917
     """Semantic id of the voxel containing ``u`` (brick sample, else the coarse probe's id)."""
     ix = int(ux)
@@ -100,93 +100,208 @@ def _semantic_at(ux, uy, uz, C, coff, coarse_sem, brick_index, bricks_sem):  # t
 
 
 PACKET = 16  # rays marched together per thread: independent rays overlap their memory latency
+_ROWS = 16  # float scratch rows per packet lane, see :func:`_march_jobs`
+_NO_EXIT = 1.0e30  # inverse direction component of an axis the ray does not move along
 
 
-@njit(cache=True, fastmath=_FAST, nogil=True)
-def march_packet(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915
-    n, org, dirs, t_max, offset, sid,
-    scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-    eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out, work,
-):  # fmt: skip
-    """March lanes ``0..n-1`` of a packet, one step per lane per round.
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy", forceinline=True)
+def _sample_vox(ux, uy, uz, C, coff, coarse_dist, brick_index, bricks_sdf, inv_voxel):  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    """Distance in voxels at voxel coordinates ``u`` (inside the cube) and the cell's brick (-1: none).
 
-    Why packets: one march step is a chain of dependent loads and float ops; interleaving up to
-    ``PACKET`` independent rays lets the CPU overlap those chains (2-3x faster than ray by ray).
-
-    Args:
-        n: active lanes. org, dirs: [PACKET,3] origins and unit directions. t_max, offset: [PACKET]
-            range and surface inflation (metres). sid: [PACKET] atlas scene ids.
-        t_out, hit_out, sem_out: [PACKET] results: distance (``t_max`` on a miss), hit, semantic.
-        work: [4,PACKET] float scratch (reused across packets: no allocation per packet).
+    Brick cells interpolate their 8 neighbouring int16 samples; other cells return their safe bound.
+    ``int(x + 0.5) - 1`` is ``floor(x - 0.5)`` for the non-negative ``x`` seen here (no libm call).
     """
-    t = work[0]
-    t_prev = work[1]
-    d_prev = work[2]
-    state = work[3]  # 0 marching, 1 hit, 2 miss
-    for lane in range(n):
-        t[lane] = 0.0
-        t_prev[lane] = 0.0
-        d_prev[lane] = -1.0
-        state[lane] = 0.0
-        t_out[lane] = t_max[lane]
-        hit_out[lane] = False
-        sem_out[lane] = 0
-    remaining = n
-    for _ in range(max_steps):
+    cx = int(ux) >> 3
+    cy = int(uy) >> 3
+    cz = int(uz) >> 3
+    cell = coff + (cx * C + cy) * C + cz
+    b = brick_index[cell]
+    if b < 0:
+        return coarse_dist[cell] * inv_voxel, b
+    xi = int(ux + 0.5)
+    yi = int(uy + 0.5)
+    zi = int(uz + 0.5)
+    wx = ux + 0.5 - xi
+    wy = uy + 0.5 - yi
+    wz = uz + 0.5 - zi
+    # local sample index: voxel index minus (8c - 1), in [0, 8]
+    base = b * 1000 + (xi - (cx << 3)) * 100 + (yi - (cy << 3)) * 10 + (zi - (cz << 3))
+    v000 = float(bricks_sdf[base])
+    v010 = float(bricks_sdf[base + 10])
+    v100 = float(bricks_sdf[base + 100])
+    v110 = float(bricks_sdf[base + 110])
+    c00 = v000 + (float(bricks_sdf[base + 1]) - v000) * wz
+    c01 = v010 + (float(bricks_sdf[base + 11]) - v010) * wz
+    c10 = v100 + (float(bricks_sdf[base + 101]) - v100) * wz
+    c11 = v110 + (float(bricks_sdf[base + 111]) - v110) * wz
+    c0 = c00 + (c01 - c00) * wy
+    c1 = c10 + (c11 - c10) * wy
+    return (c0 + (c1 - c0) * wx) * _INV_QUANTA, b
+
+
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy", forceinline=True)
+def _cell_exit(ux, uy, uz, ix, iy, iz, fx, fy, fz):  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    """Ray length (voxels) from ``u`` to where the ray leaves its 8^3 coarse cell.
+
+    ``i*`` are the inverse direction components, ``f*`` the exit face offsets (8 forward, 0 back).
+    Why: a cell without a brick has one safe bound for all its points, its faces included, so a
+    ray may run to the exit face and then still step by that bound (empty-space skipping).
+    """
+    ex = (float(int(ux) & ~7) + fx - ux) * ix
+    ey = (float(int(uy) & ~7) + fy - uy) * iy
+    ez = (float(int(uz) & ~7) + fz - uz) * iz
+    return max(min(ex, ey, ez), 0.0)
+
+
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy")
+def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0912, C901
+    job_lo, job_hi, sensor, origins, yaw, dirs_in, t_max_in, offsets_in, scene_ids, rays_per_group,
+    scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
+    eps_vox, min_step_vox, max_steps, t_res, hit_res, sem_res,
+):  # fmt: skip
+    """March packets ``job_lo..job_hi-1`` of 16 rays, interleaving the rays of each packet.
+
+    Why one long function: numba does not inline big callees, and a call passing ~30 arrays costs
+    ~0.25 us, as much as marching a ray; so ray setup, marching and hit finishing share one frame.
+    Why packets: one march step is a chain of dependent loads; interleaving independent rays lets
+    the CPU overlap those chains. Finished lanes leave the active list (swap-remove).
+
+    Two ray sources. ``sensor``: group = drone, ``origins [B,3]``, ``yaw [B]``, ``scene_ids [B]``,
+    ``dirs_in [R,3]`` drone-frame directions, range ``t_max_in[0]``, no inflation. Otherwise:
+    group = everything, ``origins``/``dirs_in [N,3]``, ``t_max_in``/``offsets_in``/``scene_ids [N]``.
+    Results go to ``t_res``/``hit_res``/``sem_res`` ``[groups * rays_per_group]`` (``t_max`` on
+    a miss). All march quantities are in voxels of each ray's scene.
+    """
+    w = np.empty(
+        (_ROWS, PACKET)
+    )  # per lane: origin, dir, inverse dir, exit faces, t, t_prev, d_prev, offset, t_max
+    lanes = np.empty(PACKET, dtype=np.int64)
+    li = np.empty((4, PACKET), dtype=np.int64)  # per lane: C, coarse offset, resolution, scene
+    packets_per_group = (rays_per_group + PACKET - 1) // PACKET
+    for job in range(job_lo, job_hi):
+        g = job // packets_per_group
+        first = (job - g * packets_per_group) * PACKET
+        n = min(PACKET, rays_per_group - first)
+        row0 = g * rays_per_group + first
+        if sensor:
+            c = math.cos(yaw[g])
+            sn = math.sin(yaw[g])
         for lane in range(n):
-            if state[lane] != 0:
+            r = first + lane
+            if sensor:
+                s = scene_ids[g]
+                lx = dirs_in[r, 0]
+                ly = dirs_in[r, 1]
+                dx = c * lx - sn * ly
+                dy = sn * lx + c * ly
+                dz = dirs_in[r, 2]
+                ox, oy, oz = origins[g, 0], origins[g, 1], origins[g, 2]
+                off, tm = 0.0, t_max_in[0]
+            else:
+                s = scene_ids[r]
+                dx, dy, dz = dirs_in[r, 0], dirs_in[r, 1], dirs_in[r, 2]
+                ox, oy, oz = origins[r, 0], origins[r, 1], origins[r, 2]
+                off, tm = offsets_in[r], t_max_in[r]
+            inv = 1.0 / scene_f[s, 3]
+            w[0, lane] = (ox - scene_f[s, 0]) * inv
+            w[1, lane] = (oy - scene_f[s, 1]) * inv
+            w[2, lane] = (oz - scene_f[s, 2]) * inv
+            w[3, lane] = dx
+            w[4, lane] = dy
+            w[5, lane] = dz
+            w[6, lane] = 1.0 / dx if dx != 0.0 else _NO_EXIT
+            w[7, lane] = 1.0 / dy if dy != 0.0 else _NO_EXIT
+            w[8, lane] = 1.0 / dz if dz != 0.0 else _NO_EXIT
+            w[9, lane] = 8.0 if dx >= 0.0 else 0.0  # dk == 0: +8 * 1e30, never the exit
+            w[10, lane] = 8.0 if dy >= 0.0 else 0.0
+            w[11, lane] = 8.0 if dz >= 0.0 else 0.0
+            w[12, lane] = 0.0  # t
+            w[13, lane] = 0.0  # t_prev
+            w[14, lane] = -1.0  # d_prev
+            w[15, lane] = off * inv
+            t_res[row0 + lane] = tm
+            hit_res[row0 + lane] = False
+            sem_res[row0 + lane] = 0
+            lanes[lane] = lane
+            li[0, lane] = scene_i[s, 1]
+            li[1, lane] = scene_i[s, 2]
+            li[2, lane] = scene_i[s, 0]
+            li[3, lane] = s
+        active = n
+        for _ in range(max_steps):
+            i = 0
+            while i < active:
+                lane = lanes[i]
+                tl = w[12, lane]
+                ux = w[0, lane] + tl * w[3, lane]
+                uy = w[1, lane] + tl * w[4, lane]
+                uz = w[2, lane] + tl * w[5, lane]
+                res = li[2, lane]
+                done = True
+                if ux >= 0.0 and uy >= 0.0 and uz >= 0.0 and ux < res and uy < res and uz < res:
+                    voxel = scene_f[li[3, lane], 3]
+                    d, b = _sample_vox(
+                        ux,
+                        uy,
+                        uz,
+                        li[0, lane],
+                        li[1, lane],
+                        coarse_dist,
+                        brick_index,
+                        bricks_sdf,
+                        1.0 / voxel,
+                    )
+                    d -= w[15, lane]
+                    if d < eps_vox:
+                        dp = w[14, lane]
+                        if d < 0.0 and dp > 0.0:  # crossed the surface: interpolate the zero crossing
+                            tp = w[13, lane]
+                            tl = tp + (tl - tp) * dp / (dp - d)
+                        w[12, lane] = tl
+                        if tl * voxel <= t_res[row0 + lane]:
+                            hit_res[row0 + lane] = True
+                    else:
+                        w[13, lane] = tl
+                        w[14, lane] = d
+                        if b < 0:
+                            tl += d + _cell_exit(
+                                ux,
+                                uy,
+                                uz,
+                                w[6, lane],
+                                w[7, lane],
+                                w[8, lane],
+                                w[9, lane],
+                                w[10, lane],
+                                w[11, lane],
+                            )
+                        else:
+                            tl += d if d > min_step_vox else min_step_vox
+                        w[12, lane] = tl
+                        done = tl * voxel > t_res[row0 + lane]
+                if done:
+                    active -= 1
+                    lanes[i] = lanes[active]
+                else:
+                    i += 1
+            if active == 0:
+                break
+        for i in range(active):  # out of iterations while creeping along a surface: a hit
+            if w[14, lanes[i]] < 1.0:
+                hit_res[row0 + lanes[i]] = True
+        for lane in range(n):
+            if not hit_res[row0 + lane]:
                 continue
-            s = sid[lane]
-            voxel = scene_f[s, 3]
-            inv = 1.0 / voxel
-            res = scene_i[s, 0]
-            tl = t[lane]
-            ux = (org[lane, 0] + tl * dirs[lane, 0] - scene_f[s, 0]) * inv
-            uy = (org[lane, 1] + tl * dirs[lane, 1] - scene_f[s, 1]) * inv
-            uz = (org[lane, 2] + tl * dirs[lane, 2] - scene_f[s, 2]) * inv
-            if not (ux >= 0.0 and uy >= 0.0 and uz >= 0.0 and ux < res and uy < res and uz < res):
-                state[lane] = 2
-                remaining -= 1
-                continue
-            d, _cell, b = _distance_at(
-                ux, uy, uz, scene_i[s, 1], scene_i[s, 2], coarse_dist, brick_index, bricks_sdf, voxel
+            s = li[3, lane]
+            res = li[2, lane]
+            tl = w[12, lane]
+            ux = min(max(w[0, lane] + tl * w[3, lane], 0.0), res - 1e-3)
+            uy = min(max(w[1, lane] + tl * w[4, lane], 0.0), res - 1e-3)
+            uz = min(max(w[2, lane] + tl * w[5, lane], 0.0), res - 1e-3)
+            t_res[row0 + lane] = tl * scene_f[s, 3]
+            sem_res[row0 + lane] = _semantic_at(
+                ux, uy, uz, li[0, lane], li[1, lane], coarse_sem, brick_index, bricks_sem
             )
-            d -= offset[lane]
-            if d < eps_vox * voxel:
-                dp = d_prev[lane]
-                if d < 0.0 and dp > 0.0:  # crossed the surface: interpolate the zero crossing
-                    tl = t_prev[lane] + (tl - t_prev[lane]) * dp / (dp - d)
-                state[lane] = 1 if tl <= t_max[lane] else 2
-                t[lane] = tl
-                remaining -= 1
-                continue
-            min_step = min_step_vox * voxel
-            t_prev[lane] = tl
-            d_prev[lane] = d
-            tl += d if (b < 0 or d > min_step) else min_step
-            t[lane] = tl
-            if tl > t_max[lane]:
-                state[lane] = 2
-                remaining -= 1
-        if remaining == 0:
-            break
-    for lane in range(n):
-        s = sid[lane]
-        voxel = scene_f[s, 3]
-        if state[lane] == 0 and d_prev[lane] < voxel:
-            state[lane] = 1  # out of iterations while creeping along a surface: a hit
-        if state[lane] != 1:
-            continue
-        tl = t[lane]
-        res = scene_i[s, 0]
-        ux = min(max((org[lane, 0] + tl * dirs[lane, 0] - scene_f[s, 0]) / voxel, 0.0), res - 1e-3)
-        uy = min(max((org[lane, 1] + tl * dirs[lane, 1] - scene_f[s, 1]) / voxel, 0.0), res - 1e-3)
-        uz = min(max((org[lane, 2] + tl * dirs[lane, 2] - scene_f[s, 2]) / voxel, 0.0), res - 1e-3)
-        t_out[lane] = tl
-        hit_out[lane] = True
-        sem_out[lane] = _semantic_at(
-            ux, uy, uz, scene_i[s, 1], scene_i[s, 2], coarse_sem, brick_index, bricks_sem
-        )
 
 
 @njit(parallel=True, cache=True, fastmath=_FAST)
@@ -211,79 +326,66 @@ def trace_sensor(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     B = origins.shape[0]
     R = dirs_local.shape[0]
     packets_per_drone = (R + PACKET - 1) // PACKET
-    inv_h = 1.0 / horizon
     jobs = B * packets_per_drone
-    chunks = min(jobs, 256)  # scratch is allocated per chunk, not per packet
+    chunks = min(jobs, 64)  # one call (and one scratch allocation) per chunk, not per packet
     per_chunk = (jobs + chunks - 1) // chunks
     for chunk in prange(chunks):
-        org = np.empty((PACKET, 3))
-        dirs = np.empty((PACKET, 3))
-        t_max = np.full(PACKET, horizon)
-        offset = np.zeros(PACKET)
-        sid = np.zeros(PACKET, dtype=np.int64)
-        t_out = np.empty(PACKET)
-        hit_out = np.empty(PACKET, dtype=np.bool_)
-        sem_out = np.empty(PACKET, dtype=np.uint16)
-        work = np.empty((4, PACKET))
-        for job in range(chunk * per_chunk, min(jobs, (chunk + 1) * per_chunk)):
-            _sensor_packet(
-                job, packets_per_drone, R, origins, yaw, scene_ids, dirs_local, inv_h, out, out_copy, stats,
-                scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-                eps_vox, min_step_vox, max_steps,
-                org, dirs, t_max, offset, sid, t_out, hit_out, sem_out, work,
-            )  # fmt: skip
+        _sensor_chunk(
+            chunk * per_chunk, min(jobs, (chunk + 1) * per_chunk), origins, yaw, scene_ids, dirs_local,
+            horizon, out, out_copy, stats,
+            scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
+            eps_vox, min_step_vox, max_steps,
+        )  # fmt: skip
 
 
-@njit(cache=True, fastmath=_FAST, nogil=True)
-def _sensor_packet(  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    job, packets_per_drone, R, origins, yaw, scene_ids, dirs_local, inv_h, out, out_copy, stats,
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy")
+def _sensor_chunk(  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    job_lo, job_hi, origins, yaw, scene_ids, dirs_local, horizon, out, out_copy, stats,
     scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-    eps_vox, min_step_vox, max_steps, org, dirs, t_max, offset, sid, t_out, hit_out, sem_out, work,
+    eps_vox, min_step_vox, max_steps,
 ):  # fmt: skip
-    """One sensor packet: 16 consecutive rays of one drone, written into ``out``/``out_copy``/``stats``."""
-    b = job // packets_per_drone
-    first = (job - b * packets_per_drone) * PACKET
-    n = min(PACKET, R - first)
-    for lane in range(PACKET):
-        sid[lane] = scene_ids[b]
-    c = math.cos(yaw[b])
-    s = math.sin(yaw[b])
-    for lane in range(n):
-        lx = dirs_local[first + lane, 0]
-        ly = dirs_local[first + lane, 1]
-        org[lane, 0] = origins[b, 0]
-        org[lane, 1] = origins[b, 1]
-        org[lane, 2] = origins[b, 2]
-        dirs[lane, 0] = c * lx - s * ly
-        dirs[lane, 1] = s * lx + c * ly
-        dirs[lane, 2] = dirs_local[first + lane, 2]
-    march_packet(
-        n, org, dirs, t_max, offset, sid,
+    """Sensor packets ``job_lo..job_hi-1``: march them, then write observation rows and stats."""
+    R = dirs_local.shape[0]
+    packets_per_drone = (R + PACKET - 1) // PACKET
+    b_lo = job_lo // packets_per_drone
+    b_hi = (job_hi - 1) // packets_per_drone + 1
+    rows = (b_hi - b_lo) * R  # results for the drones this chunk touches, indexed from b_lo
+    t_res = np.empty(rows)
+    hit_res = np.empty(rows, dtype=np.bool_)
+    sem_res = np.empty(rows, dtype=np.uint16)
+    t_max = np.full(1, horizon)
+    _march_jobs(
+        job_lo - b_lo * packets_per_drone, job_hi - b_lo * packets_per_drone, True,
+        origins[b_lo:b_hi], yaw[b_lo:b_hi], dirs_local, t_max, t_max, scene_ids[b_lo:b_hi], R,
         scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-        eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out, work,
+        eps_vox, min_step_vox, max_steps, t_res, hit_res, sem_res,
     )  # fmt: skip
-    nearest = 1.0
-    hits = 0
-    for lane in range(n):
-        r = first + lane
-        depth, sem, valid = 1.0, 0.0, 0.0
-        if hit_out[lane]:
-            depth = min(t_out[lane] * inv_h, 1.0)
-            sem = float(sem_out[lane])
-            valid = 1.0
-            hits += 1
-        nearest = min(nearest, depth)
-        out[b, 0, r] = depth
-        out[b, 1, r] = sem
-        out[b, 2, r] = valid
-        out_copy[b, 0, r] = depth
-        out_copy[b, 1, r] = sem
-        out_copy[b, 2, r] = valid
-    stats[b, job - b * packets_per_drone, 0] = nearest
-    stats[b, job - b * packets_per_drone, 1] = hits
+    inv_h = 1.0 / horizon
+    for job in range(job_lo, job_hi):
+        b = job // packets_per_drone
+        p = job - b * packets_per_drone
+        nearest = 1.0
+        hits = 0
+        for r in range(p * PACKET, min(R, (p + 1) * PACKET)):
+            k = (b - b_lo) * R + r
+            depth, sem, valid = 1.0, 0.0, 0.0
+            if hit_res[k]:
+                depth = min(t_res[k] * inv_h, 1.0)
+                sem = float(sem_res[k])
+                valid = 1.0
+                hits += 1
+            nearest = min(nearest, depth)
+            out[b, 0, r] = depth
+            out[b, 1, r] = sem
+            out[b, 2, r] = valid
+            out_copy[b, 0, r] = depth
+            out_copy[b, 1, r] = sem
+            out_copy[b, 2, r] = valid
+        stats[b, p, 0] = nearest
+        stats[b, p, 1] = hits
 
 
-@njit(cache=True, fastmath=_FAST, nogil=True)
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy")
 def cast_rays(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     origins, dirs, t_max, offsets, scene_ids, out_t, out_hit, out_sem,
     scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
@@ -296,37 +398,17 @@ def cast_rays(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     Writes ``out_t [N]`` (``t_max`` on a miss), ``out_hit [N]`` bool and ``out_sem [N]`` u16.
     """
     N = origins.shape[0]
-    org = np.zeros((PACKET, 3))
-    dvec = np.zeros((PACKET, 3))
-    tm = np.zeros(PACKET)
-    off = np.zeros(PACKET)
-    sid = np.zeros(PACKET, dtype=np.int64)
-    t_out = np.empty(PACKET)
-    hit_out = np.empty(PACKET, dtype=np.bool_)
-    sem_out = np.empty(PACKET, dtype=np.uint16)
-    work = np.empty((4, PACKET))
-    for job in range((N + PACKET - 1) // PACKET):
-        first = job * PACKET
-        n = min(PACKET, N - first)
-        for lane in range(n):
-            for k in range(3):
-                org[lane, k] = origins[first + lane, k]
-                dvec[lane, k] = dirs[first + lane, k]
-            tm[lane] = t_max[first + lane]
-            off[lane] = offsets[first + lane]
-            sid[lane] = scene_ids[first + lane]
-        march_packet(
-            n, org, dvec, tm, off, sid,
-            scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
-            eps_vox, min_step_vox, max_steps, t_out, hit_out, sem_out, work,
-        )  # fmt: skip
-        for lane in range(n):
-            out_t[first + lane] = t_out[lane]
-            out_hit[first + lane] = hit_out[lane]
-            out_sem[first + lane] = sem_out[lane]
+    res_t = np.empty(N)
+    _march_jobs(
+        0, (N + PACKET - 1) // PACKET, False, origins, t_max, dirs, t_max, offsets, scene_ids, N,
+        scene_f, scene_i, coarse_dist, coarse_sem, brick_index, bricks_sdf, bricks_sem,
+        eps_vox, min_step_vox, max_steps, res_t, out_hit, out_sem,
+    )  # fmt: skip
+    for k in range(N):
+        out_t[k] = res_t[k]
 
 
-@njit(cache=True, fastmath=_FAST, nogil=True)
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy")
 def query_points(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     points, scene_ids, out_sdf, scene_f, scene_i, coarse_dist, brick_index, bricks_sdf
 ):

@@ -13,6 +13,7 @@ import torch
 from navi_environment.runtime.scene import BRICK_QUANTA
 
 _CORNERS = (0, 1, 10, 11, 100, 101, 110, 111)  # brick-local offsets of the 8 trilinear samples
+_NO_EXIT = 1.0e30  # inverse direction of an axis a ray does not move along (as in numba)
 _DONE_CHECK_EVERY = 8  # iterations between host syncs that ask "are all rays finished?"
 
 
@@ -20,6 +21,16 @@ def _cells(u: torch.Tensor, C: torch.Tensor, coff: torch.Tensor) -> tuple[torch.
     """[N,3] voxel coordinates -> (coarse cell index [N], coarse coords [N,3])."""
     c = u.long() >> 3
     return coff + (c[:, 0] * C + c[:, 1]) * C + c[:, 2], c
+
+
+def _cell_exit(u: torch.Tensor, inv_dirs: torch.Tensor, exit_face: torch.Tensor) -> torch.Tensor:
+    """Ray length in voxels [N] from ``u`` [N,3] to the exit face of its 8^3 coarse cell.
+
+    Cells without a brick have one safe bound for all their points, faces included, so the march
+    may run to the exit face and then step by that bound (the numba kernel's empty-space skip).
+    """
+    corner = torch.floor(u / 8.0) * 8.0
+    return ((corner + exit_face - u) * inv_dirs).amin(dim=1).clamp(min=0.0)
 
 
 def distance_at(
@@ -95,6 +106,8 @@ def march_rays(
     hit = torch.zeros(n, device=origins.device, dtype=torch.bool)
     done = torch.zeros_like(hit)
     upper = res[:, None].to(origins.dtype)
+    inv_dirs = torch.where(dirs != 0.0, 1.0 / torch.where(dirs != 0.0, dirs, 1.0), _NO_EXIT)
+    exit_face = torch.where(dirs >= 0.0, 8.0, 0.0)
     for it in range(max_steps):
         u = (origins + t[:, None] * dirs - bmin) * inv[:, None]
         inside = ((u >= 0.0) & (u < upper)).all(dim=1)
@@ -111,7 +124,8 @@ def march_rays(
         t_out = torch.where(accepted, t_hit, t_out)
         hit |= accepted
         done |= at_surface
-        step = torch.where((brick < 0) | (d > min_step), d, min_step)
+        step = torch.where(brick < 0, d + _cell_exit(u_safe, inv_dirs, exit_face) * voxel, d)
+        step = torch.where((brick < 0) | (d > min_step), step, min_step)
         active = ~done
         t_prev = torch.where(active, t, t_prev)
         d_prev = torch.where(active, d, d_prev)
