@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from navi_environment.backend import corpus_paths
+import structlog
+
 from navi_environment.config import EnvironmentSettings
+
+log = structlog.get_logger()
 
 
 class SceneSourceError(ValueError):
@@ -20,7 +23,8 @@ def resolve_scene_files(
     Args:
         gmdag_file: one scene file (exclusive with ``corpus``).
         corpus: a folder of ``.gmdag`` files.
-        env_settings: for the default corpus folder (``compile.corpus_dir`` under artifacts/).
+        env_settings: for the default corpus (``compile.corpus_dir`` under artifacts/), which is
+            built on first use like the trainer's.
 
     Returns:
         Existing ``.gmdag`` paths (absolute).
@@ -41,11 +45,27 @@ def resolve_scene_files(
     if corpus is not None:
         if not corpus.is_dir():
             raise SceneSourceError(f"corpus folder {corpus} does not exist")
-        files = sorted(corpus.glob("*.gmdag"))
-        if not files:
-            raise SceneSourceError(f"corpus folder {corpus} holds no .gmdag scenes")
-        return [path.resolve() for path in files]
+        return corpus_scene_files(corpus)
+    from navi_environment.corpus.prepare import ensure_default_corpus
+
+    log.info("auditor.explore.corpus_check", message="locating the default corpus (built on first use)")
+    return corpus_scene_files(ensure_default_corpus(env_settings=env_settings, progress=True))
+
+
+def corpus_scene_files(folder: Path) -> list[Path]:
+    """The manifest's scenes that did not FAIL qualification, else every ``*.gmdag`` of ``folder``.
+
+    Raises:
+        SceneSourceError: no usable scene.
+    """
+    from navi_environment.corpus.manifest import ManifestError, load_manifest
+
     try:
-        return corpus_paths(env_settings)
-    except FileNotFoundError as error:
-        raise SceneSourceError(str(error)) from error
+        manifest = load_manifest(folder)
+    except ManifestError:
+        files = sorted(folder.glob("*.gmdag"))
+    else:
+        files = [folder / entry.file for entry in manifest.scenes if entry.qualification.verdict != "FAIL"]
+    if not files:
+        raise SceneSourceError(f"corpus folder {folder} holds no usable .gmdag scenes")
+    return [path.resolve() for path in files]
