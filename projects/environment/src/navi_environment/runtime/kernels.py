@@ -153,6 +153,55 @@ def _cell_exit(ux, uy, uz, ix, iy, iz, fx, fy, fz):  # type: ignore[no-untyped-d
     return max(min(ex, ey, ez), 0.0)
 
 
+@njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy", forceinline=True)
+def _shared_first_step(  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    n,
+    w,
+    li,
+    lanes,
+    scene_f,
+    coarse_dist,
+    brick_index,
+    bricks_sdf,
+    eps_vox,
+    min_step_vox,
+    t_max_vox,
+    max_steps,
+):
+    """Take the first march step of ``n`` lanes that share lane 0's origin (and scene) at once.
+
+    Why: the first sample of every ray of a drone is the same point, so sampling it once per
+    packet instead of per ray saves one of the ~6 samples per ray without changing any result.
+    Returns ``(active lanes, march iterations left)``; lanes whose first step leaves the range
+    are removed. Origins outside the cube or on a surface are left to the regular loop.
+    """
+    ux, uy, uz = w[0, 0], w[1, 0], w[2, 0]
+    res = li[2, 0]
+    if not (ux >= 0.0 and uy >= 0.0 and uz >= 0.0 and ux < res and uy < res and uz < res):
+        return n, max_steps
+    d, b = _sample_vox(
+        ux, uy, uz, li[0, 0], li[1, 0], coarse_dist, brick_index, bricks_sdf, 1.0 / scene_f[li[3, 0], 3]
+    )
+    d -= w[15, 0]
+    if d < eps_vox:
+        return n, max_steps
+    active = 0
+    for lane in range(n):
+        w[13, lane] = 0.0
+        w[14, lane] = d
+        if b < 0:
+            tl = d + _cell_exit(
+                ux, uy, uz, w[6, lane], w[7, lane], w[8, lane], w[9, lane], w[10, lane], w[11, lane]
+            )
+        else:
+            tl = d if d > min_step_vox else min_step_vox
+        w[12, lane] = tl
+        if tl <= t_max_vox:
+            lanes[active] = lane
+            active += 1
+    return active, max_steps - 1
+
+
 @njit(cache=True, fastmath=_FAST, nogil=True, boundscheck=False, error_model="numpy")
 def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0912, C901
     job_lo, job_hi, sensor, origins, yaw, dirs_in, t_max_in, offsets_in, scene_ids, rays_per_group,
@@ -228,7 +277,13 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
             li[2, lane] = scene_i[s, 0]
             li[3, lane] = s
         active = n
-        for _ in range(max_steps):
+        steps = max_steps
+        if sensor and n > 0:  # one shared origin: its sample bounds the first step of every lane
+            active, steps = _shared_first_step(
+                n, w, li, lanes, scene_f, coarse_dist, brick_index, bricks_sdf, eps_vox, min_step_vox,
+                t_res[row0] / scene_f[li[3, 0], 3], max_steps,
+            )  # fmt: skip
+        for _ in range(steps):
             i = 0
             while i < active:
                 lane = lanes[i]
