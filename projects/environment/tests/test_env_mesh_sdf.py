@@ -91,7 +91,7 @@ def test_enclosed_room_air_is_outside_and_thin_walls_inside() -> None:
     layout = builder.build()
     sdf, semantic, bmin, voxel = mesh_grids(layout_mesh(layout), 64)
     # Reference: the exact union-of-boxes SDF at every voxel centre.
-    sdf_ref, *_ = layout_grids(layout, 64, cutoff_m=100.0)
+    sdf_ref, *_ = layout_grids(layout, 64, cutoff_m=100.0, min_solid_voxels=0.0)  # exact geometry
     decided = np.abs(sdf_ref) > 1e-3
     assert (np.sign(sdf) == np.sign(sdf_ref))[decided].all()  # air, slabs, walls and the partition
     assert (sdf_ref < 0).sum() > 0 and ((sdf_ref < 0) & (np.abs(sdf_ref) < voxel)).any()

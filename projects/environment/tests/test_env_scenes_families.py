@@ -102,7 +102,7 @@ def test_slab_holes_leave_openings() -> None:
 
 def test_rasteriser_matches_brute_force_reference() -> None:
     layout = generate("apartment", 3)
-    sdf, semantic, bmin, voxel = layout_grids(layout, 32, cutoff_m=1000.0)
+    sdf, semantic, bmin, voxel = layout_grids(layout, 32, cutoff_m=1000.0, min_solid_voxels=0.0)
     reference = _numpy_box_sdf(layout, _centres(bmin, voxel, 32)).reshape(32, 32, 32)
     np.testing.assert_allclose(sdf, reference, atol=1e-4)
     near = np.abs(reference) < 2 * voxel
@@ -111,7 +111,7 @@ def test_rasteriser_matches_brute_force_reference() -> None:
 
 def test_cutoff_clamps_far_field_to_a_lower_bound() -> None:
     layout = generate("hall", 1)
-    sdf, _, bmin, voxel = layout_grids(layout, 32, cutoff_m=1.5)
+    sdf, _, bmin, voxel = layout_grids(layout, 32, cutoff_m=1.5, min_solid_voxels=0.0)
     reference = _numpy_box_sdf(layout, _centres(bmin, voxel, 32)).reshape(32, 32, 32)
     assert (sdf <= reference + 1e-4).all()
     np.testing.assert_allclose(sdf[reference < 1.5], reference[reference < 1.5], atol=1e-4)
@@ -242,3 +242,22 @@ def test_procedural_parser_raises_only_value_error(text: str) -> None:
     except ValueError:
         return
     assert spec.family in FAMILIES and spec.seed >= 0
+
+
+def test_sub_voxel_walls_are_thickened_so_every_crossing_has_a_solid_sample() -> None:
+    builder = LayoutBuilder("thin", 0)
+    builder.box((0.0, 0.0, 0.0), (10.0, 10.0, 0.1), SemanticClass.FLOOR)  # 10 cm slab
+    builder.box((4.93, 0.0, 0.0), (5.05, 10.0, 3.0), SemanticClass.WALL)  # 12 cm wall
+    layout = builder.build()
+    exact, _, bmin, voxel = layout_grids(layout, 32, min_solid_voxels=0.0)
+    assert voxel > 0.4 and (exact > 0).all(), "the oracle needs walls that fall between voxel centres"
+    sdf, *_ = layout_grids(layout, 32)
+    centres = _centres(bmin, voxel, 32).reshape(32, 32, 32, 3)
+    # Every x-line through the wall's span, and every z-line over the slab, crosses a solid sample.
+    wall_rows = (centres[0, :, :, 1] > 0.5) & (centres[0, :, :, 1] < 9.5) & (centres[0, :, :, 2] > 0.5)
+    wall_rows &= centres[0, :, :, 2] < 2.5
+    assert wall_rows.any() and (sdf.min(axis=0)[wall_rows] < 0).all()
+    slab_columns = (np.abs(centres[:, :, 0, 0] - 2.5) < 2) & (np.abs(centres[:, :, 0, 1] - 5) < 4)
+    assert slab_columns.any() and (sdf.min(axis=2)[slab_columns] < 0).all()
+    # Geometry moves by at most min_solid_voxels / 2 voxels.
+    assert np.abs(sdf - exact).max() <= 0.75 * voxel + 1e-4

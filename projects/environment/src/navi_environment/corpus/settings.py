@@ -30,6 +30,13 @@ class CompileSettings(BaseModel):
     cutoff_m: float = Field(
         default=3.0, gt=0.0, description="Procedural scenes: distances beyond this are clamped (lower bound)."
     )
+    min_solid_voxels: float = Field(
+        default=1.5,
+        ge=0.0,
+        le=4.0,
+        description="Procedural solids thinner than this many voxels are thickened to it, so no wall "
+        "falls between voxel centres and lets rays through at coarse resolutions (0 = exact geometry).",
+    )
     max_mesh_extent_m: float = Field(
         default=2000.0, gt=0.0, description="A mesh whose bounding box is larger than this is rejected."
     )

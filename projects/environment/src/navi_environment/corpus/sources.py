@@ -62,7 +62,9 @@ def compile_source(
 
         spec = parse_procedural(source)
         layout = generate(spec.family, spec.seed)
-        sdf, semantic, bmin, voxel = layout_grids(layout, size, settings.cutoff_m)
+        sdf, semantic, bmin, voxel = layout_grids(
+            layout, size, settings.cutoff_m, min_solid_voxels=settings.min_solid_voxels
+        )
         family, seed, canonical = spec.family, spec.seed, str(spec)
         lo, hi = layout.bounds
     else:

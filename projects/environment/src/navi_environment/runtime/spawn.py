@@ -1,8 +1,9 @@
 """Spawn qualification: where in a scene may a drone start?
 
-Candidates are drawn uniformly in the scene cube, kept if their distance to every surface is at
-least ``scene.spawn_clearance_m``, then scored with a coarse spherical probe traced by the same
-tracer the drones use: starvation = share of probe rays that see nothing within the horizon. A
+Candidates are drawn uniformly in the scene cube and probed with a coarse spherical sensor traced
+by the same tracer the drones use. A candidate is free when the probe's nearest hit is at least
+``scene.spawn_clearance_m`` away (and the conservative field bound proves no contact); its
+starvation is the share of probe rays that see nothing within the horizon. A
 spawn is viable below ``scene.spawn_max_starvation`` and within ``scene.spawn_starvation_margin`` of
 the least-starved candidate: in an enclosed scene (best starvation ~0) that rejects points outside
 the building, on its roof or beside it, whose probes see open sky, while an open scene (best
@@ -98,8 +99,9 @@ def qualify_scene(
     tracer = Tracer(
         pack_scenes([scene]), settings.sensor, settings.tracer.model_copy(update={"device_kernel": "numba"})
     )
-    free_points, free_clear, tried = _free_candidates(tracer, scene, settings, count, seed)
-    starvation = _probe_starvation(tracer, free_points, probe_rays)
+    free_points, free_clear, starvation, tried = _free_candidates(
+        tracer, scene, settings, count, seed=seed, probe_rays=probe_rays
+    )
     viable = _viable(starvation, settings)
     order = np.lexsort((-free_clear[viable], starvation[viable]))[: settings.scene.spawn_max]
     report_positions = free_points[viable][order]
@@ -118,38 +120,57 @@ MAX_CANDIDATE_ROUNDS = 8  # small rooms in big cubes: keep drawing until enough 
 
 
 def _free_candidates(
-    tracer: Tracer, scene: RuntimeScene, settings: EnvironmentSettings, count: int, seed: int
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Uniform candidates with clearance >= spawn_clearance_m: ``(points [K,3], clearance [K], tried)``."""
+    tracer: Tracer,
+    scene: RuntimeScene,
+    settings: EnvironmentSettings,
+    count: int,
+    *,
+    seed: int,
+    probe_rays: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Uniform candidates with clearance >= spawn_clearance_m.
+
+    Clearance is the nearest probe-ray hit: the field query away from surfaces is only a coarse lower
+    bound (a room's centre can read 0.6 m where the truth is 1.5 m), which would reject the inside of
+    every building and leave only the open space around it. The query still vetoes any point it
+    cannot prove is clear of contact (below the drone radius).
+
+    Returns:
+        (points [K,3], clearance [K], starvation [K], candidates tried).
+    """
     rng = np.random.default_rng(seed)
-    found: list[np.ndarray] = []
-    clear: list[np.ndarray] = []
+    contact = np.float32(settings.physics.drone_radius_m)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     tried = 0
     for _ in range(MAX_CANDIDATE_ROUNDS):
         points = rng.uniform(scene.bmin, scene.bmax, size=(count, 3)).astype(np.float32)
-        clearance = tracer.query(torch.from_numpy(points), torch.zeros(count, dtype=torch.int32)).numpy()
-        keep = clearance >= settings.scene.spawn_clearance_m
-        found.append(points[keep])
-        clear.append(clearance[keep])
+        bound = tracer.query(torch.from_numpy(points), torch.zeros(count, dtype=torch.int32)).numpy()
+        points = points[bound >= contact]
+        starvation, nearest = _probe(tracer, points, probe_rays)
+        keep = nearest >= settings.scene.spawn_clearance_m
+        found.append((points[keep], nearest[keep], starvation[keep]))
         tried += count
-        if sum(len(f) for f in found) >= settings.scene.spawn_max:
-            break
-    return np.concatenate(found), np.concatenate(clear), tried
+        if _viable(np.concatenate([f[2] for f in found]), settings).sum() >= settings.scene.spawn_max:
+            break  # enough spawns as good as the best found so far (not merely free ones outside)
+    points, clearance, starvation = (np.concatenate([f[i] for f in found]) for i in range(3))
+    return points, clearance, starvation, tried
 
 
-def _probe_starvation(tracer: Tracer, points: np.ndarray, probe_rays: int) -> np.ndarray:
-    """[K] share of probe rays from each point that miss within the horizon."""
+def _probe(tracer: Tracer, points: np.ndarray, probe_rays: int) -> tuple[np.ndarray, np.ndarray]:
+    """([K] share of probe rays that miss within the horizon, [K] nearest hit distance in metres)."""
     if len(points) == 0:
-        return np.zeros(0, dtype=np.float32)
+        return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
     dirs = fibonacci_directions(probe_rays)
     K = len(points)
     origins = torch.from_numpy(np.repeat(points, probe_rays, axis=0))
     rays = torch.from_numpy(np.tile(dirs, (K, 1)))
     t_max = torch.full((K * probe_rays,), tracer.horizon)
-    _, hit = tracer.cast(
+    t, hit = tracer.cast(
         origins, rays, t_max, torch.zeros_like(t_max), torch.zeros(K * probe_rays, dtype=torch.int32)
     )
-    return 1.0 - hit.numpy().reshape(K, probe_rays).mean(axis=1)
+    starvation = 1.0 - hit.numpy().reshape(K, probe_rays).mean(axis=1)
+    nearest = t.numpy().reshape(K, probe_rays).min(axis=1)
+    return starvation.astype(np.float32), nearest.astype(np.float32)
 
 
 def _viable(starvation: np.ndarray, settings: EnvironmentSettings) -> np.ndarray:
