@@ -14,7 +14,10 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from navi_actor.bc.config import BCConfig
+from navi_actor.inference.config import InferenceConfig
+from navi_actor.launcher.config import LauncherConfig
 from navi_actor.models import PolicyConfig
+from navi_actor.service.config import ServiceConfig
 from navi_actor.shaping.reward_shaper import ShapingConfig
 from navi_contracts.settings import NaviSettings, SettingsGroup
 
@@ -146,6 +149,10 @@ class ActorSettings(NaviSettings):
     environment: EnvironmentChoice = Field(default_factory=EnvironmentChoice)
     train: TrainConfig = Field(default_factory=TrainConfig)
     bc: BCConfig = Field(default_factory=BCConfig)
+    # Read by serve / infer / navi-stack; declared here so one .env serves every actor command.
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    inference: InferenceConfig = Field(default_factory=InferenceConfig)
+    launcher: LauncherConfig = Field(default_factory=LauncherConfig)
 
     @model_validator(mode="after")
     def _check_cross_field_rules(self) -> ActorSettings:

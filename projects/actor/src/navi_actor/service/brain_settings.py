@@ -1,24 +1,14 @@
-"""``BrainSettings``: :class:`~navi_actor.config.ActorSettings` with the service groups.
+"""``BrainSettings``: the settings ``serve``, ``infer`` and ``navi-stack`` resolve.
 
-``serve``, ``infer`` and ``navi-stack`` read the same ``NAVI_ACTOR_`` prefix, device and policy
-settings as the trainer, plus ``service``, ``inference`` and ``launcher``. Until ``ActorSettings``
-declares these groups itself, a ``NAVI_ACTOR_SERVICE__*`` key in the shared ``.env`` is an unknown key
-for ``navi-actor train`` (see docs/service.md); once it does, this class adds nothing.
+They are :class:`~navi_actor.config.ActorSettings` itself (same ``NAVI_ACTOR_`` prefix, device and
+policy settings as the trainer, plus the ``service``, ``inference`` and ``launcher`` groups it
+declares), named for the service code that reads them.
 """
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from navi_actor.config import ActorSettings
-from navi_actor.inference.config import InferenceConfig
-from navi_actor.launcher.config import LauncherConfig
-from navi_actor.service.config import ServiceConfig
 
 
 class BrainSettings(ActorSettings):
-    """``ActorSettings`` plus the ``service``, ``inference`` and ``launcher`` groups (``NAVI_ACTOR_``)."""
-
-    service: ServiceConfig = Field(default_factory=ServiceConfig)
-    inference: InferenceConfig = Field(default_factory=InferenceConfig)
-    launcher: LauncherConfig = Field(default_factory=LauncherConfig)
+    """``ActorSettings`` as read by the brain service, inference and the launcher (``NAVI_ACTOR_``)."""

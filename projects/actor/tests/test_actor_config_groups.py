@@ -1,0 +1,35 @@
+"""One root .env serves every actor command: train reads the service groups' keys without error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from navi_actor.config import ActorSettings
+from navi_actor.service.brain_settings import BrainSettings
+from navi_contracts import settings as contract_settings
+
+
+@pytest.fixture
+def dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    env_file = tmp_path / ".env"
+    monkeypatch.setattr(contract_settings, "dotenv_path", lambda: env_file)
+    return env_file
+
+
+def test_service_inference_and_launcher_keys_are_actor_settings(dotenv: Path) -> None:
+    dotenv.write_text(
+        "NAVI_ACTOR_SERVICE__MODE=async\nNAVI_ACTOR_INFERENCE__DETERMINISTIC=false\n"
+        "NAVI_ACTOR_LAUNCHER__ON_EXIT=stop\n"
+    )
+    for settings in (ActorSettings(), BrainSettings()):
+        assert settings.service.mode == "async"
+        assert settings.inference.deterministic is False
+        assert settings.launcher.on_exit == "stop"
+
+
+def test_a_typo_inside_a_group_still_fails_loudly(dotenv: Path) -> None:
+    dotenv.write_text("NAVI_ACTOR_SERVICE__MODDE=async\n")
+    with pytest.raises(ValueError, match=r"(?i)modde"):
+        ActorSettings()
