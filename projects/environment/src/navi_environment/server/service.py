@@ -3,11 +3,13 @@
 REP answers ``StepRequest`` (step with actions, or reset) with ``StepResult``; every observation
 is also published as a ``DistanceMatrix`` on the PUB socket, next to one ``environment.step``
 telemetry event per step. Bad requests never stop the loop: the contracts' ``RepServer`` turns
-undecodable bytes and handler errors into ``ErrorReply`` and keeps serving.
+undecodable bytes and handler errors into ``ErrorReply`` and keeps serving. In async mode the
+server also steps on the brain's published actions (:mod:`navi_environment.server.async_loop`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -17,23 +19,31 @@ import structlog
 import torch
 
 from navi_contracts import (
+    Action,
     DistanceMatrix,
     Publisher,
     RepServer,
     RobotPose,
     StepRequest,
     StepResult,
+    Subscriber,
     TelemetryEvent,
     topics,
 )
 from navi_contracts.model_base import WireModel
 from navi_environment.backend import SdfDagBackend
+from navi_environment.server.async_loop import AsyncActionLoop
+from navi_environment.server.config import ServerConfig
 
 log = structlog.get_logger()
 
 
 class EnvironmentService:
     """Turns wire requests into backend calls and backend outputs into wire messages.
+
+    Every published observation gets a new ``step_id`` (a step or a reset advances it), so an action
+    answering one observation can never be applied to another: that is what lets async mode step
+    only on actions whose ``step_id`` is the current one.
 
     Args:
         backend: the batched environment (its B is the only batch size accepted).
@@ -45,39 +55,90 @@ class EnvironmentService:
         self.publisher = publisher
         self.step_id = 0
         self.episode_ids = np.zeros(backend.num_actors, dtype=np.int64)
+        self.observation: DistanceMatrix | None = None
         self._env_ids = np.arange(backend.num_actors, dtype=np.int32)
-        self._ready = False
+
+    @property
+    def ready(self) -> bool:
+        """True once a reset has started the episodes (steps before that are refused)."""
+        return self.observation is not None
 
     def handle(self, request: WireModel) -> StepResult:
         """Answer one request (raises ValueError on requests the backend cannot take)."""
         if not isinstance(request, StepRequest):
             raise ValueError(f"expected a StepRequest, got {type(request).__name__}")
-        B = self.backend.num_actors
         if request.reset:
-            self.backend.reset(seed=request.seed)
-            self._ready = True
-            self.episode_ids += 1
-            zeros = np.zeros(B, dtype=np.float32)
-            return self._result(request.request_id, zeros, np.zeros(B, bool), np.zeros(B, bool), None)
-        if not self._ready:
-            raise ValueError("send a reset request before the first step")
+            return self.reset(request.seed, request.request_id)
         assert request.actions is not None
-        actions = request.actions
-        order = np.asarray(actions.env_ids)
-        if order.shape != (B,) or not np.array_equal(np.sort(order), self._env_ids):
-            raise ValueError(f"actions must cover env_ids 0..{B - 1} exactly once, got {order.tolist()[:8]}")
-        batch = np.empty((B, 4), dtype=np.float32)
-        batch[order] = actions.actions
+        return self.step(request.actions, request.request_id)
+
+    def reset(self, seed: int | None, request_id: int = 0) -> StepResult:
+        """Restart every drone's episode, publish the first observation and return it as a result.
+
+        Args:
+            seed: backend reset seed (None: the backend's own choice).
+            request_id: echoed in the result.
+
+        Returns:
+            The StepResult with zero rewards and the new observation.
+        """
+        B = self.backend.num_actors
+        self.backend.reset(seed=seed)
+        self.step_id += 1
+        self.episode_ids += 1
+        zeros = np.zeros(B, dtype=np.float32)
+        return self._result(request_id, zeros, np.zeros(B, bool), np.zeros(B, bool), None)
+
+    def step(self, action: Action, request_id: int = 0) -> StepResult:
+        """Apply one batch of actions, publish the next observation and return the result.
+
+        Args:
+            action: actions for env ids 0..B-1, each exactly once, in any order.
+            request_id: echoed in the result.
+
+        Returns:
+            The StepResult of this step.
+
+        Raises:
+            ValueError: no reset yet, or the env ids do not cover 0..B-1 exactly once.
+        """
+        if not self.ready:
+            raise ValueError("send a reset request before the first step")
+        batch = self.ordered_actions(action)
         out = self.backend.step(torch.from_numpy(batch))
         self.step_id += 1
         ended = (out.terminated | out.truncated).cpu().numpy()
         info = {key: float(value.mean()) for key, value in out.info.items() if key.startswith("reward/")}
         result = self._result(
-            request.request_id, out.reward.cpu().numpy(), out.terminated.cpu().numpy(),
+            request_id, out.reward.cpu().numpy(), out.terminated.cpu().numpy(),
             out.truncated.cpu().numpy(), info,
         )  # fmt: skip
         self.episode_ids += ended
         return result
+
+    def ordered_actions(self, action: Action) -> np.ndarray:
+        """The action rows in env-id order, ``[B, 4]`` float32.
+
+        Raises:
+            ValueError: the env ids are not a permutation of 0..B-1 (wrong B, repeats, unknown ids).
+        """
+        B = self.backend.num_actors
+        order = np.asarray(action.env_ids)
+        if order.shape != (B,) or not np.array_equal(np.sort(order), self._env_ids):
+            raise ValueError(f"actions must cover env_ids 0..{B - 1} exactly once, got {order.tolist()[:8]}")
+        batch = np.empty((B, 4), dtype=np.float32)
+        batch[order] = action.actions
+        return batch
+
+    def republish(self) -> bool:
+        """Publish the current observation again (for a subscriber that joined late).
+
+        Returns:
+            True when there was an observation and a publisher to send it on.
+        """
+        if self.publisher is None or self.observation is None:
+            return False
+        return self.publisher.publish(topics.DISTANCE_MATRIX, self.observation)
 
     def _result(
         self, request_id: int, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
@@ -88,11 +149,12 @@ class EnvironmentService:
         obs = backend.obs.cpu().numpy()
         position, yaw = backend.poses()
         observation = DistanceMatrix(
-            env_ids=self._env_ids, matrix_shape=obs.shape[2:], depth=np.ascontiguousarray(obs[:, 0]),
+            env_ids=self._env_ids, matrix_shape=obs.shape[2:], depth=obs[:, 0].copy(),
             semantic=obs[:, 1].astype(np.int32), valid_mask=obs[:, 2] > 0.5,
             poses=RobotPose(position=position.cpu().numpy(), yaw=yaw.cpu().numpy()),
             step_id=self.step_id, episode_ids=self.episode_ids.copy(), timestamp=time.time(),
         )  # fmt: skip
+        self.observation = observation
         result = StepResult(
             request_id=request_id, reward=np.asarray(reward, np.float32).copy(),
             terminated=np.asarray(terminated, bool).copy(), truncated=np.asarray(truncated, bool).copy(),
@@ -111,28 +173,43 @@ class EnvironmentService:
         return result
 
 
-def serve(backend: SdfDagBackend, pub_endpoint: str | None, rep_endpoint: str, stop: threading.Event) -> int:
-    """Serve until ``stop`` is set; returns the number of requests answered.
+def serve(
+    backend: SdfDagBackend,
+    pub_endpoint: str | None,
+    rep_endpoint: str,
+    stop: threading.Event,
+    config: ServerConfig | None = None,
+) -> int:
+    """Serve until ``stop`` is set; returns the number of REQ requests answered.
 
     Args:
         backend: the environment to serve.
         pub_endpoint: PUB bind endpoint (None: do not publish).
         rep_endpoint: REP bind endpoint.
         stop: set it (e.g. from a SIGINT handler) to shut down cleanly.
+        config: mode and async pacing (None: step mode); its endpoints are not used here.
     """
-    publisher = Publisher(pub_endpoint) if pub_endpoint else None
-    try:
+    config = config or ServerConfig()
+    if config.mode == "async" and not pub_endpoint:
+        raise ValueError("async mode needs a PUB endpoint: the brain acts on published observations")
+    with contextlib.ExitStack() as sockets:
+        publisher = sockets.enter_context(Publisher(pub_endpoint)) if pub_endpoint else None
         service = EnvironmentService(backend, publisher)
-        with RepServer(rep_endpoint, handler=service.handle, accepts=(StepRequest,)) as server:
-            log.info(
-                "environment.server.serving", rep=rep_endpoint, pub=pub_endpoint, actors=backend.num_actors
-            )
+        server = sockets.enter_context(
+            RepServer(rep_endpoint, handler=service.handle, accepts=(StepRequest,))
+        )
+        log.info(
+            "environment.server.serving", mode=config.mode, rep=rep_endpoint, pub=pub_endpoint,
+            actions=config.action_sub if config.mode == "async" else None, actors=backend.num_actors,
+        )  # fmt: skip
+        if config.mode == "async":
+            actions = sockets.enter_context(Subscriber(config.action_sub, [topics.ACTION]))
+            loop = AsyncActionLoop(service, actions, server, config)
+            loop.run(stop)
+        else:
             server.serve(stop)
-            log.info("environment.server.stopped", served=server.served, refused=server.refused)
-            return int(server.served)
-    finally:
-        if publisher is not None:
-            publisher.close()
+        log.info("environment.server.stopped", served=server.served, refused=server.refused)
+        return int(server.served)
 
 
 def scene_sources(gmdag_file: Path | None, corpus: Path | None) -> list[Path] | None:

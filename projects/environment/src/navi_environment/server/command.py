@@ -1,0 +1,126 @@
+"""``navi-environment serve``: the environment over ZeroMQ, in step or async mode, until Ctrl+C."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+def build_server_config(**options: Any) -> Any:
+    """``ServerConfig`` from CLI values (None = the group's default); invalid values are usage errors."""
+    from pydantic import ValidationError
+
+    from navi_environment.server.config import ServerConfig
+
+    try:
+        return ServerConfig(**{name: value for name, value in options.items() if value is not None})
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'server'}: {e['msg']}" for e in error.errors()
+        )
+        raise click.UsageError(f"invalid server settings: {problems}") from error
+
+
+def _environment_settings(horizon: float | None) -> Any:
+    """EnvironmentSettings with CLI values as init kwargs; logging configured from them."""
+    from pydantic import ValidationError
+
+    from navi_contracts.logging import configure_logging
+    from navi_environment.config import EnvironmentSettings
+
+    try:
+        # a dict for a nested group is deep-merged with env/.env values by pydantic-settings
+        overrides: dict[str, Any] = {"sensor": {"horizon_m": horizon}} if horizon else {}
+        settings = EnvironmentSettings(**overrides)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise click.UsageError(f"invalid settings: {problems}") from error
+    configure_logging(settings.log_level, settings.log_json, production=False)
+    return settings
+
+
+@click.command("serve")
+@click.option("--mode", type=click.Choice(["step", "async"]), default=None, help="[default: step]")
+@click.option(
+    "--pub", "pub_endpoint", default=None, help="PUB bind endpoint ('' = none). [default: tcp://*:5559]"
+)
+@click.option("--rep", "rep_endpoint", default=None, help="REP bind endpoint. [default: tcp://*:5560]")
+@click.option(
+    "--action-sub",
+    default=None,
+    help="Async mode: the brain PUB to take actions from. [default: tcp://localhost:5557]",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Async mode: start-up reset seed. [default: 0]"
+)
+@click.option(
+    "--republish-ms",
+    type=int,
+    default=None,
+    help="Async mode: re-publish the waiting observation this often. [default: 250]",
+)
+@click.option("--actors", type=click.IntRange(min=1), default=4, show_default=True, help="Drones (batch B).")
+@click.option("--gmdag-file", type=_FILE, default=None, help="Serve this one scene.")
+@click.option("--corpus", type=_DIR, default=None, help="Serve every .gmdag in this folder.")
+@click.option("--horizon", type=float, default=None, help="Sensor horizon in metres (sensor.horizon_m).")
+@click.option("--device", default="cpu", show_default=True, help="Torch device of the backend.")
+def serve_command(
+    *,
+    mode: str | None,
+    pub_endpoint: str | None,
+    rep_endpoint: str | None,
+    action_sub: str | None,
+    seed: int | None,
+    republish_ms: int | None,
+    actors: int,
+    gmdag_file: Path | None,
+    corpus: Path | None,
+    horizon: float | None,
+    device: str,
+) -> None:
+    """Serve the batched environment over ZeroMQ until Ctrl+C (or SIGTERM).
+
+    Both modes: REP answers StepRequest (actions or reset) with StepResult, and PUB publishes every
+    DistanceMatrix and an environment.step telemetry event.
+
+    --mode async also subscribes to the brain's actions (action_v2 on --action-sub, as published by
+    `navi-actor serve --mode async`): the server resets at start-up (--seed), steps on each action
+    whose step_id is the current observation's (older re-sends and foreign batches are skipped), and
+    re-publishes the current observation every --republish-ms while no action comes.
+
+    Without --gmdag-file/--corpus the configured corpus folder (compile.corpus_dir under artifacts/)
+    is used.
+    """
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.server.service import scene_sources, serve
+
+    config = build_server_config(
+        mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint, action_sub=action_sub, seed=seed,
+        republish_ms=republish_ms,
+    )  # fmt: skip
+    settings = _environment_settings(horizon)
+    try:
+        paths = scene_sources(gmdag_file, corpus)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
+    backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
+    stop = threading.Event()
+    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        served = serve(backend, config.pub_endpoint or None, config.rep_endpoint, stop, config)
+    finally:
+        for sig, previous in handlers.items():
+            signal.signal(sig, previous)
+    click.echo(f"served {served} requests")
+
+
+def register(group: click.Group) -> None:
+    """Attach ``serve`` to the ``navi-environment`` group (replacing an older ``serve``)."""
+    group.add_command(serve_command)

@@ -1,0 +1,51 @@
+"""Settings group of the environment server (``serve``): sockets, mode and async pacing.
+
+A plain group so ``EnvironmentSettings`` can embed it as ``server`` (``NAVI_ENV_SERVER__MODE=async``);
+``navi-environment serve`` builds it from its options (CLI values as init kwargs).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, model_validator
+
+from navi_contracts.settings import SettingsGroup
+
+
+class ServerConfig(SettingsGroup):
+    """How ``navi-environment serve`` is driven and where it listens."""
+
+    mode: Literal["step", "async"] = Field(
+        default="step",
+        description="step: step only on REQ StepRequests; async: also step on actions published by a brain.",
+    )
+    pub_endpoint: str = Field(
+        default="tcp://*:5559", description="PUB bind: observations + telemetry ('' = publish nothing)."
+    )
+    rep_endpoint: str = Field(default="tcp://*:5560", description="REP bind: StepRequest -> StepResult.")
+    action_sub: str = Field(
+        default="tcp://localhost:5557",
+        description="Async mode: the brain's PUB whose action_v2 drives steps.",
+    )
+    seed: int = Field(default=0, ge=0, description="Async mode: seed of the reset made at start-up.")
+    republish_ms: int = Field(
+        default=250,
+        gt=0,
+        description="Async mode: re-publish the current observation this often while no action comes.",
+    )
+    poll_ms: int = Field(
+        default=10,
+        gt=0,
+        le=1000,
+        description="Async mode: longest wait on the action socket before the REP socket is served.",
+    )
+
+    @model_validator(mode="after")
+    def _check_async_has_endpoints(self) -> Self:
+        """Async mode is useless without a PUB (the brain never sees an observation) or an action source."""
+        if self.mode == "async" and not self.pub_endpoint:
+            raise ValueError("async mode needs a PUB endpoint: the brain acts on published observations")
+        if self.mode == "async" and not self.action_sub:
+            raise ValueError("async mode needs action_sub: the brain PUB whose actions drive the steps")
+        return self
