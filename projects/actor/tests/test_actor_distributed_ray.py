@@ -120,14 +120,31 @@ def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(
         return original_update(*args, **kwargs)
 
     trainer.learner.update = kill_a_worker_during_the_second_update  # type: ignore[method-assign]
+    restarts_before = pool.counters.worker_restarts
     summary = trainer.run_training()
-    assert summary.updates_this_run == 4 and summary.steps_this_run == 4 * STEPS_PER_UPDATE
-    assert summary.worker_restarts == 1 and summary.workers_replaced == 0
-    assert killed and pool.pid(0) != killed[0]  # the same slot, a new process
-    assert summary.dropped_fragments >= 2
+    assert summary.updates_this_run == 4 and summary.steps_this_run == 4 * STEPS_PER_UPDATE  # it went on
+    assert summary.final_checkpoint is not None
+    assert load_checkpoint(summary.final_checkpoint).update_index == 4
+    assert summary.dropped_fragments >= 2 and summary.workers_replaced == 0
     records = [json.loads(line) for line in (summary.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["distributed/dropped_fragments"] == summary.dropped_fragments
     assert records[-1]["distributed/worker_restarts"] == summary.worker_restarts
     assert all(r["distributed/mean_staleness"] == 0.0 for r in records)  # only fresh data was learned
-    assert summary.final_checkpoint is not None
-    assert load_checkpoint(summary.final_checkpoint).update_index == 4
+
+    # The other worker may have carried the run alone; ask until the killed slot delivers again.
+    bundle_ref = ray.put(trainer.weights_bundle())
+    served: set[int] = set()
+    for _ in range(50):
+        fragments = pool.gather(
+            1,
+            trainer.run.run_id,
+            trainer.learner.update_index,
+            bundle_ref,
+            max_staleness=0,
+            collect_ahead=False,
+        )
+        served |= {f.worker_index for f in fragments}
+        if 0 in served:
+            break
+    assert 0 in served and killed and pool.pid(0) != killed[0]  # the same slot, a new process
+    assert pool.counters.worker_restarts == restarts_before + 1  # counted once

@@ -12,6 +12,7 @@ same set of transitions the local trainer would normalise over with ``K*B`` dron
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ class RolloutFragment:
         last_values: ``[B]`` V(observation after the last step) for GAE.
         stats: the collector's summary of the rollout.
         observation: ``[3, Az, El]`` drone 0's last observation (sparse live telemetry).
+        pid: process id of the worker (a change reveals a restart no failed call reported).
     """
 
     worker_index: int
@@ -57,6 +59,7 @@ class RolloutFragment:
     last_values: np.ndarray
     stats: RolloutStats
     observation: np.ndarray
+    pid: int = 0
 
     @property
     def env_steps(self) -> int:
@@ -95,6 +98,7 @@ def fragment_from_storage(
         last_values=last_values.detach().to("cpu").numpy().copy(),
         stats=stats,
         observation=buffers["obs"][-1, 0].copy(),
+        pid=os.getpid(),
     )
 
 

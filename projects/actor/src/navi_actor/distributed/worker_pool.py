@@ -5,7 +5,8 @@ bounded ``ray.wait`` slices: nothing here waits forever) until ``count`` fresh f
 
 * a fragment collected with weights more than ``max_staleness`` updates older than the learner's
   (or with another run's weights) is dropped and counted;
-* a call that fails because its worker died starts a *recovery*: it is counted once as a restart,
+* a call that fails because its worker died starts a *recovery*: it is counted once as a restart
+  (a restart between two calls, which fails no call, is noticed by the worker's new process id),
   Ray restarts the actor (``max_restarts``), and the pool retries that worker with a growing delay
   (calls to a restarting actor fail fast with ``ActorUnavailableError``) until one succeeds. A
   worker that died more often than Ray restarts it, or that does not come back within
@@ -54,6 +55,7 @@ class _Slot:
 
     handle: Any
     deaths: int = 0  # recoveries of the current actor (Ray restarts it max_restarts times)
+    pid: int = 0  # process that delivered the slot's last fragment
     recovering_since: float | None = None
     retry_at: float = 0.0
     retry_delay: float = _FIRST_RETRY_S
@@ -198,7 +200,12 @@ class WorkerPool:
             return None
         if slot.recovering_since is not None:
             log.info("actor.distributed.worker_recovered", worker=index)
-        slot.recovering_since, slot.retry_delay = None, _FIRST_RETRY_S
+        elif slot.pid and fragment.pid and fragment.pid != slot.pid:
+            # Ray restarted the actor between two calls, so no call failed: count it here.
+            slot.deaths += 1
+            self.counters.worker_restarts += 1
+            log.warning("actor.distributed.worker_restarted", worker=index, deaths=slot.deaths)
+        slot.recovering_since, slot.retry_delay, slot.pid = None, _FIRST_RETRY_S, fragment.pid
         return fragment
 
     def _on_failure(self, index: int, error: Exception) -> None:
