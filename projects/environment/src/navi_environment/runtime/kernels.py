@@ -100,7 +100,7 @@ def _semantic_at(ux, uy, uz, C, coff, coarse_sem, brick_index, bricks_sem):  # t
 
 
 PACKET = 16  # rays marched together per thread: independent rays overlap their memory latency
-_ROWS = 16  # float scratch rows per packet lane, see :func:`_march_jobs`
+_ROWS = 18  # float scratch rows per packet lane, see :func:`_march_jobs`
 _NO_EXIT = 1.0e30  # inverse direction component of an axis the ray does not move along
 
 
@@ -218,8 +218,9 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
     Two ray sources. ``sensor``: group = drone, ``origins [B,3]``, ``yaw [B]``, ``scene_ids [B]``,
     ``dirs_in [R,3]`` drone-frame directions, range ``t_max_in[0]``, no inflation. Otherwise:
     group = everything, ``origins``/``dirs_in [N,3]``, ``t_max_in``/``offsets_in``/``scene_ids [N]``.
-    Results go to ``t_res``/``hit_res``/``sem_res`` ``[groups * rays_per_group]`` (``t_max`` on
-    a miss). All march quantities are in voxels of each ray's scene.
+    Results go to ``t_res``/``hit_res``/``sem_res`` at ``(job - job_lo) * PACKET + lane`` (for
+    casts with ``job_lo = 0``: the ray index); ``t_max`` on a miss. All march quantities are in
+    voxels of each ray's scene.
     """
     w = np.empty(
         (_ROWS, PACKET)
@@ -231,7 +232,7 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
         g = job // packets_per_group
         first = (job - g * packets_per_group) * PACKET
         n = min(PACKET, rays_per_group - first)
-        row0 = g * rays_per_group + first
+        row0 = (job - job_lo) * PACKET  # results of the range's packets, packed
         if sensor:
             c = math.cos(yaw[g])
             sn = math.sin(yaw[g])
@@ -268,6 +269,8 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
             w[13, lane] = 0.0  # t_prev
             w[14, lane] = -1.0  # d_prev
             w[15, lane] = off * inv
+            w[16, lane] = inv
+            w[17, lane] = tm * inv
             t_res[row0 + lane] = tm
             hit_res[row0 + lane] = False
             sem_res[row0 + lane] = 0
@@ -294,7 +297,6 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
                 res = li[2, lane]
                 done = True
                 if ux >= 0.0 and uy >= 0.0 and uz >= 0.0 and ux < res and uy < res and uz < res:
-                    voxel = scene_f[li[3, lane], 3]
                     d, b = _sample_vox(
                         ux,
                         uy,
@@ -304,7 +306,7 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
                         coarse_dist,
                         brick_index,
                         bricks_sdf,
-                        1.0 / voxel,
+                        w[16, lane],
                     )
                     d -= w[15, lane]
                     if d < eps_vox:
@@ -313,7 +315,7 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
                             tp = w[13, lane]
                             tl = tp + (tl - tp) * dp / (dp - d)
                         w[12, lane] = tl
-                        if tl * voxel <= t_res[row0 + lane]:
+                        if tl <= w[17, lane]:
                             hit_res[row0 + lane] = True
                     else:
                         w[13, lane] = tl
@@ -333,7 +335,7 @@ def _march_jobs(  # type: ignore[no-untyped-def]  # noqa: PLR0917, PLR0915, PLR0
                         else:
                             tl += d if d > min_step_vox else min_step_vox
                         w[12, lane] = tl
-                        done = tl * voxel > t_res[row0 + lane]
+                        done = tl > w[17, lane]
                 if done:
                     active -= 1
                     lanes[i] = lanes[active]
@@ -404,7 +406,7 @@ def _sensor_chunk(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     packets_per_drone = (R + PACKET - 1) // PACKET
     b_lo = job_lo // packets_per_drone
     b_hi = (job_hi - 1) // packets_per_drone + 1
-    rows = (b_hi - b_lo) * R  # results for the drones this chunk touches, indexed from b_lo
+    rows = (job_hi - job_lo) * PACKET  # results of this chunk's packets only (small, no page faults)
     t_res = np.empty(rows)
     hit_res = np.empty(rows, dtype=np.bool_)
     sem_res = np.empty(rows, dtype=np.uint16)
@@ -422,7 +424,7 @@ def _sensor_chunk(  # type: ignore[no-untyped-def]  # noqa: PLR0917
         nearest = 1.0
         hits = 0
         for r in range(p * PACKET, min(R, (p + 1) * PACKET)):
-            k = (b - b_lo) * R + r
+            k = (job - job_lo) * PACKET + r - p * PACKET
             depth, sem, valid = 1.0, 0.0, 0.0
             if hit_res[k]:
                 depth = min(t_res[k] * inv_h, 1.0)
