@@ -21,22 +21,28 @@ from navi_actor.checkpoints import load_checkpoint  # noqa: E402
 from navi_actor.config import ActorSettings  # noqa: E402
 from navi_actor.distributed import DistributedConfig, DistributedTrainer  # noqa: E402
 from navi_actor.distributed.worker_pool import WorkerPool  # noqa: E402
+from navi_actor.evaluation import evaluate_policy  # noqa: E402
+from navi_actor.evaluation.baselines import RandomPolicy  # noqa: E402
 from navi_actor.registry import ModelRegistry  # noqa: E402
+from navi_actor.runners.point_env import PointGoalEnv  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
-STEPS_PER_UPDATE = 2 * 16 * 2  # workers x rollout_length x drones per worker
+STEPS_PER_UPDATE = 2 * 16 * 4  # workers x rollout_length x drones per worker
 
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[WorkerPool]:
-    """One local cluster and one pool of 2 workers for the module (worker start-up dominates)."""
+    """One local cluster and one pool of 2 workers for the module (worker start-up dominates).
+
+    Half a CPU per worker leaves room on the 2-CPU cluster for a command that starts its own pool.
+    """
     from navi_actor.distributed import require_ray
 
     require_ray()  # sets Ray's environment switches before the first init
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    workers = WorkerPool(settings(), DistributedConfig(num_workers=2, max_restarts=2))
+    workers = WorkerPool(settings(), DistributedConfig(num_workers=2, max_restarts=2, worker_cpus=0.5))
     yield workers
     workers.shutdown()
     ray.shutdown()
@@ -50,17 +56,19 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
-def settings(**train: Any) -> ActorSettings:
-    return ActorSettings(
-        temporal_core="gru",
-        policy=TINY_POLICY,
-        environment={"backend": "point", "point_azimuth": 16, "point_elevation": 8, "point_max_steps": 10},
-        rollout={"num_actors": 2, "rollout_length": 16, "sequence_length": 8},
-        ppo={"epochs": 2, "num_minibatches": 2},
-        telemetry={"enabled": False},
-        train={"total_steps": 3 * STEPS_PER_UPDATE, **train},
-        checkpoint={"every_steps": 10_000},
-    )
+def settings(**overrides: Any) -> ActorSettings:
+    """The module's run settings; environment, rollout and shaping must stay those of the pool."""
+    values: dict[str, Any] = {
+        "temporal_core": "gru",
+        "policy": TINY_POLICY,
+        "environment": {"backend": "point", "point_azimuth": 32, "point_elevation": 8, "point_max_steps": 40},
+        "rollout": {"num_actors": 4, "rollout_length": 16, "sequence_length": 8},
+        "ppo": {"epochs": 2, "num_minibatches": 2},
+        "telemetry": {"enabled": False},
+        "train": {"total_steps": 3 * STEPS_PER_UPDATE},
+        "checkpoint": {"every_steps": 10_000},
+    }
+    return ActorSettings(**(values | overrides))
 
 
 def train(
@@ -81,7 +89,9 @@ def test_two_workers_train_checkpoint_and_resume(pool: WorkerPool, tmp_path: Pat
     saved = load_checkpoint(first.final_checkpoint)
     assert saved.step_id == 3 * STEPS_PER_UPDATE and saved.update_index == 3
     assert saved.training_source == "rl" and set(saved.auxiliary) == {"rnd", "rnd_optimizer"}
-    assert saved.optimizer is not None and saved.episode_count >= 4  # point episodes last <= 10 steps
+    assert (
+        saved.optimizer is not None and saved.episode_count >= 8
+    )  # every drone ends an episode within 40 steps
     steps = {int(state["step"].item()) for state in saved.optimizer["state"].values()}
     assert steps == {3 * 2 * 2}  # 3 updates x 2 epochs x 2 minibatches: the local learner's update
     manifest = json.loads((first.run_dir / "manifest.json").read_text())
@@ -108,7 +118,7 @@ def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(
     # old and must be dropped, deterministically.
     config = DistributedConfig(num_workers=2, collect_ahead=True, max_staleness=0)
     trainer = DistributedTrainer(
-        settings(total_steps=4 * STEPS_PER_UPDATE), config, artifacts_dir=tmp_path, pool=pool
+        settings(train={"total_steps": 4 * STEPS_PER_UPDATE}), config, artifacts_dir=tmp_path, pool=pool
     )
     original_update = trainer.learner.update
     killed: list[int] = []
@@ -148,3 +158,25 @@ def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(
             break
     assert 0 in served and killed and pool.pid(0) != killed[0]  # the same slot, a new process
     assert pool.counters.worker_restarts == restarts_before + 1  # counted once
+
+
+def test_ray_training_learns_the_point_goal(pool: WorkerPool, tmp_path: Path) -> None:
+    # The local learning test's budget and bar (tests/test_actor_learning_point_goal.py), with 2 x 4
+    # drones on Ray instead of 8 in-process: wrong tiling or a lost weight broadcast fails here.
+    learning = settings(
+        encoder_backend="spherical_cnn",
+        policy={"embed_dim": 32, "cnn_width": 8},
+        ppo={"learning_rate": 1e-3, "epochs": 4, "num_minibatches": 2},
+        train={"total_steps": 2048, "seed": 0},
+        checkpoint={"auto_promote": False, "auto_resume": False},
+    )
+    config = DistributedConfig(num_workers=2, worker_cpus=0.5)
+    trainer = DistributedTrainer(learning, config, artifacts_dir=tmp_path, pool=pool)
+    trainer.run_training()
+
+    def score(policy: object) -> float:
+        env = PointGoalEnv(8, azimuth=32, elevation=8, max_steps=40)
+        return evaluate_policy(policy, env, 32, deterministic=True, seed=123).mean_return  # type: ignore[arg-type]
+
+    learned, random = score(trainer.policy), score(RandomPolicy())
+    assert learned > random + 1.0, f"learned {learned:.3f} vs random {random:.3f}"
