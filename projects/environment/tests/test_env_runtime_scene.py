@@ -15,6 +15,8 @@ from navi_environment.runtime.scene import (
     BRICK_QUANTA,
     SceneBudgetError,
     build_runtime_scene,
+    coarse_cell_minima,
+    dense_grid_query,
     estimate_scene_bytes,
 )
 
@@ -57,6 +59,33 @@ def test_coarse_bounds_are_safe() -> None:
     assert free.any() and np.all(scene.coarse_dist[cells][free] <= exact[free] + 1e-5)
     solid = coarse & (scene.coarse_dist[cells] < 0)
     assert np.all(exact[solid] < 0)
+
+
+def test_cell_minima_tighten_free_bounds_and_stay_safe() -> None:
+    big = RoomSpec(hi=(16.0, 12.0, 8.0), pillars=((8.0, 6.0, 1.0),))
+    res = 64
+    bmin, voxel = big.cube(res)
+    axis = (np.arange(res) + 0.5) * voxel
+    centres = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), axis=-1).reshape(-1, 3) + bmin
+    sdf, ids = room_distance(big, centres)
+    sdf = sdf.astype(np.float32).reshape(res, res, res)
+    query = dense_grid_query(sdf, ids.astype(np.uint16).reshape(res, res, res), bmin, voxel)
+    loose = build_runtime_scene(query, bmin, voxel, res)
+    tight = build_runtime_scene(query, bmin, voxel, res, cell_min=coarse_cell_minima(sdf))
+    void = tight.brick_index < 0
+    assert np.array_equal(void, loose.brick_index < 0)  # same bricks, only bounds change
+    free = void & (loose.coarse_dist > 0)
+    assert np.all(tight.coarse_dist[free] >= loose.coarse_dist[free])
+    assert tight.coarse_dist[free].mean() > loose.coarse_dist[free].mean() + voxel  # really tighter
+    assert np.array_equal(tight.coarse_dist[~free], loose.coarse_dist[~free])
+    rng = np.random.default_rng(1)
+    pts = rng.uniform(tight.bmin, tight.bmax, size=(20000, 3))
+    u = (pts - tight.bmin) / voxel
+    C = tight.coarse_cells
+    cells = (u.astype(int) >> 3) @ np.array([C * C, C, 1])
+    checked = free[cells]
+    exact = room_distance(big, pts)[0]
+    assert checked.any() and np.all(tight.coarse_dist[cells][checked] <= exact[checked] + 1e-5)
 
 
 def _write_room(path: Path, spec: RoomSpec) -> Path:

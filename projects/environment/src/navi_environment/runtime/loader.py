@@ -9,7 +9,12 @@ import structlog
 
 from navi_environment.config import EnvironmentSettings
 from navi_environment.gmdag.format import GmdagAsset
-from navi_environment.runtime.scene import RuntimeScene, build_runtime_scene
+from navi_environment.runtime.scene import (
+    RuntimeScene,
+    build_runtime_scene,
+    coarse_cell_minima,
+    dense_grid_query,
+)
 
 log = structlog.get_logger()
 
@@ -31,13 +36,17 @@ def scene_from_asset(asset: GmdagAsset, settings: EnvironmentSettings) -> Runtim
     Returns:
         The runtime scene (raises :class:`~navi_environment.runtime.scene.SceneBudgetError` if too big).
     """
-    from navi_environment.gmdag.sample import dense_query, query_points
+    from navi_environment.gmdag.sample import query_points, sample_dense_refined
 
     voxel = float(asset.voxel_size)
+    cell_min = None
     if asset.resolution**3 * DENSE_BYTES_PER_VOXEL <= settings.scene.max_scene_bytes:
         # One refined dense decode: void space reads within ~2 voxels of the true distance instead
         # of the octree's void bound, so coarse cells get far larger safe steps (fewer iterations).
-        query = dense_query(asset, refined=True)
+        # Only voxel centres inside the cube are queried, so a nearest-voxel lookup is exact here.
+        sdf, semantic = sample_dense_refined(asset)
+        query = dense_grid_query(sdf, semantic, asset.bmin, voxel)
+        cell_min = coarse_cell_minima(sdf)
     else:
 
         def query(points):  # type: ignore[no-untyped-def]
@@ -51,6 +60,7 @@ def scene_from_asset(asset: GmdagAsset, settings: EnvironmentSettings) -> Runtim
         band_voxels=effective_band_voxels(settings, voxel),
         max_bytes=settings.scene.max_scene_bytes,
         name=asset.source,
+        cell_min=cell_min,
     )
 
 

@@ -118,6 +118,7 @@ def build_runtime_scene(
     max_bytes: int = 512 * 1024 * 1024,
     name: str = "<scene>",
     chunk_bricks: int = 512,
+    cell_min: np.ndarray | None = None,
 ) -> RuntimeScene:
     """Build the brick map of a distance field given by a point query.
 
@@ -132,6 +133,10 @@ def build_runtime_scene(
         max_bytes: memory budget; exceeded -> :class:`SceneBudgetError`.
         name: label for logs and errors.
         chunk_bricks: bricks sampled per query call (bounds peak memory).
+        cell_min: optional [C^3] smallest voxel-centre sample of each coarse cell (metres), from
+            :func:`coarse_cell_minima` of the same samples. It tightens the safe bound of free
+            cells without a brick from ``probe - reach`` to ``min - sqrt(3)/2 voxel`` (~10% fewer
+            march samples).
 
     Returns:
         The runtime scene.
@@ -156,6 +161,10 @@ def build_runtime_scene(
     # Candidates whose samples all stay beyond the band need no brick, and their sample extreme
     # is a far tighter safe bound than the probe's (fewer bricks and fewer march steps).
     coarse_dist[candidates] = np.where(kept, coarse_dist[candidates], bounds)
+    if cell_min is not None:
+        tight = np.asarray(cell_min, dtype=np.float32).reshape(-1) - np.float32(HALF_DIAGONAL * voxel_size)
+        free = coarse_dist > 0
+        coarse_dist = np.where(free & (tight > coarse_dist), tight, coarse_dist).astype(np.float32)
     n_bricks = int(kept.sum())
     need = estimate_scene_bytes(resolution, n_bricks)
     if need > max_bytes:
@@ -225,6 +234,14 @@ def _sample_bricks(
     bricks_sdf = np.concatenate(sdf_parts) if sdf_parts else empty.astype(np.int16)
     bricks_sem = np.concatenate(sem_parts) if sem_parts else empty.astype(np.uint16)
     return bricks_sdf, bricks_sem, kept, bounds
+
+
+def coarse_cell_minima(sdf: np.ndarray) -> np.ndarray:
+    """[C^3] smallest sample of each 8^3 coarse cell of a dense ``[R,R,R]`` grid (cell order as the map)."""
+    res = sdf.shape[0]
+    C = res // BRICK
+    blocks = sdf.reshape(C, BRICK, C, BRICK, C, BRICK)
+    return np.asarray(blocks.min(axis=(1, 3, 5)), dtype=np.float32).reshape(-1)
 
 
 def dense_grid_query(sdf: np.ndarray, semantic: np.ndarray, bmin: np.ndarray, voxel: float) -> SdfQuery:
