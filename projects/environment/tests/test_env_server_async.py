@@ -166,3 +166,17 @@ def test_async_mode_refuses_to_run_without_a_pub_endpoint(backend: SdfDagBackend
         ServerConfig(mode="async", pub_endpoint="")
     with pytest.raises(ValueError, match="PUB"):
         serve(backend, None, free_tcp_endpoint(), threading.Event(), ServerConfig(mode="async"))
+
+
+def test_serve_command_explains_async_mode_and_refuses_it_without_a_pub() -> None:
+    from click.testing import CliRunner
+
+    from navi_environment.server.command import serve_command
+
+    runner = CliRunner()
+    shown = runner.invoke(serve_command, ["--help"])
+    assert shown.exit_code == 0 and "--action-sub" in shown.output and "step_id" in shown.output
+    refused = runner.invoke(serve_command, ["--mode", "async", "--pub", ""])
+    assert refused.exit_code == 2 and "async mode needs a PUB endpoint" in refused.output
+    bad = runner.invoke(serve_command, ["--republish-ms", "0"])
+    assert bad.exit_code == 2 and "republish_ms" in bad.output
