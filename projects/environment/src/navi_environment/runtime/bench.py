@@ -29,7 +29,8 @@ def bench_backend(
         ``ms_per_step`` (wall), ``cpu_ms_per_step`` (process CPU time, all threads: on a shared
         machine it shows the work when wall time shows the queueing), ``steps_per_s``
         (drone-steps/s, wall), ``trace_ms`` (sensor trace of all drones at the final poses) and
-        ``trace_share`` (trace_ms / ms_per_step).
+        ``trace_share`` (trace_ms / ms_per_step), and the same two from process CPU time
+        (``cpu_trace_ms``, ``cpu_trace_share``: the share of the work, unaffected by queueing).
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -43,10 +44,11 @@ def bench_backend(
         backend.step(action)
     step_s = (time.perf_counter() - start) / steps
     cpu_s = (time.process_time() - cpu_start) / steps
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(steps):
         backend.tracer.trace_sensor(backend.position, backend.yaw, backend.atlas_ids, backend.obs)
     trace_s = (time.perf_counter() - start) / steps
+    cpu_trace_s = (time.process_time() - cpu_start) / steps
     return {
         "actors": actors,
         "steps": steps,
@@ -54,5 +56,7 @@ def bench_backend(
         "cpu_ms_per_step": cpu_s * 1e3,
         "steps_per_s": actors / step_s,
         "trace_ms": trace_s * 1e3,
+        "cpu_trace_ms": cpu_trace_s * 1e3,
         "trace_share": trace_s / step_s,
+        "cpu_trace_share": cpu_trace_s / cpu_s,
     }
