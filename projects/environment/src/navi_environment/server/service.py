@@ -188,6 +188,12 @@ def serve(
         rep_endpoint: REP bind endpoint.
         stop: set it (e.g. from a SIGINT handler) to shut down cleanly.
         config: mode and async pacing (None: step mode); its endpoints are not used here.
+
+    Returns:
+        How many REQ requests were answered (async-mode steps are counted by the loop's log).
+
+    Raises:
+        ValueError: async mode without a PUB endpoint.
     """
     config = config or ServerConfig()
     if config.mode == "async" and not pub_endpoint:
