@@ -162,7 +162,7 @@ class WorkerPool:
             collect_ahead: keep every idle worker busy (else issue only what the update still needs).
 
         Returns:
-            The accepted fragments, in arrival order.
+            The accepted fragments, ordered by worker slot.
 
         Raises:
             RuntimeError: the workers failed more often than the pool's failure budget allows.
@@ -189,7 +189,10 @@ class WorkerPool:
                 elif len(accepted) < count:
                     accepted.append(fragment)
                     self.counters.staleness.append(staleness)
-        return accepted
+        # Worker order, not arrival order: a synchronous run is then reproducible from its seeds.
+        order = sorted(range(len(accepted)), key=lambda i: accepted[i].worker_index)
+        self.counters.staleness = [self.counters.staleness[i] for i in order]
+        return [accepted[i] for i in order]
 
     def _receive(self, ref: Any, index: int) -> RolloutFragment | None:
         slot = self.slots[index]
