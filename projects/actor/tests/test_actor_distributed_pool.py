@@ -116,10 +116,20 @@ def bundle(version: int, run_id: str = "run") -> SimpleNamespace:
 
 def test_synchronous_gather_issues_only_what_the_update_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     pool, fake = make_pool(monkeypatch, {})
+    waits: list[int] = []
     for version in range(3):
-        got = pool.gather(2, "run", version, bundle(version), max_staleness=0, collect_ahead=False)
-        assert [f.version for f in got] == [version, version]
+        got = pool.gather(
+            2,
+            "run",
+            version,
+            bundle(version),
+            max_staleness=0,
+            collect_ahead=False,
+            on_wait=lambda: waits.append(1),
+        )
+        assert [f.version for f in got] == [version, version] and [f.worker_index for f in got] == [0, 1]
     assert [w.calls for w in fake.workers] == [3, 3] and pool.counters.dropped_fragments == 0
+    assert len(waits) >= 3  # the heartbeat hook runs while the learner waits
 
 
 def test_collect_ahead_fragments_beyond_the_bound_are_dropped_and_counted(

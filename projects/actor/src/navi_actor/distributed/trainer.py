@@ -183,6 +183,11 @@ class DistributedTrainer:
         if self.telemetry is not None:
             self.telemetry.heartbeat(self.counters.step_id)
 
+    def _collect_heartbeat(self) -> None:
+        """While waiting for fragments: alive, not updating (the dashboard tells the two apart)."""
+        if self.telemetry is not None:
+            self.telemetry.heartbeat(self.counters.step_id, phase="collect")
+
     def _learn(self, fragments: list[RolloutFragment]) -> Any:
         """Lay the fragments into the storage, fold them into RND's statistics, run one PPO update."""
         rollout = self.settings.rollout
@@ -255,6 +260,7 @@ class DistributedTrainer:
                     bundle_ref,
                     max_staleness=self.config.max_staleness,
                     collect_ahead=self.config.collect_ahead,
+                    on_wait=self._collect_heartbeat,
                 )
                 gather_seconds = waited.total()
                 stats = merge_stats(fragments)

@@ -21,6 +21,7 @@ with the newest weights: synchronous PPO, the local algorithm.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,6 +151,7 @@ class WorkerPool:
         *,
         max_staleness: int,
         collect_ahead: bool,
+        on_wait: Callable[[], None] | None = None,
     ) -> list[RolloutFragment]:
         """Return ``count`` fragments of run ``run_id`` at most ``max_staleness`` versions old.
 
@@ -160,6 +162,7 @@ class WorkerPool:
             bundle_ref: Ray object reference of the current weights bundle.
             max_staleness: drop fragments whose weights are more updates old than this.
             collect_ahead: keep every idle worker busy (else issue only what the update still needs).
+            on_wait: called on every pass of the wait loop (at least every 5 s): heartbeats.
 
         Returns:
             The accepted fragments, ordered by worker slot.
@@ -173,6 +176,8 @@ class WorkerPool:
             self._top_up(bundle_ref, count - len(accepted), collect_ahead)
             ready = self._wait_one()
             self._kill_hung()  # every pass: one hung worker must not hide behind busy ones
+            if on_wait is not None:
+                on_wait()
             for ref in ready:
                 fragment = self._receive(ref, self._in_flight.pop(ref).slot)
                 if fragment is None:
