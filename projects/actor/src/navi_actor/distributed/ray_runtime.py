@@ -53,6 +53,10 @@ def connect(config: DistributedConfig, **init_kwargs: Any) -> bool:
     Returns:
         True when this call started (and so must shut down) the connection; False when Ray was
         already initialised by the caller.
+
+    Raises:
+        RuntimeError: the cluster named by ``address`` cannot be reached (the message says how to
+            start one).
     """
     ray = require_ray()
     if ray.is_initialized():
@@ -62,6 +66,12 @@ def connect(config: DistributedConfig, **init_kwargs: Any) -> bool:
         options.pop("num_cpus", None)  # a running cluster's resources are its own
         options.pop("include_dashboard", None)
     log.info("actor.distributed.ray_connecting", address=config.address or "local")
-    ray.init(address=config.address, **options)
+    try:
+        ray.init(address=config.address, **options)
+    except (ConnectionError, TimeoutError) as error:
+        raise RuntimeError(
+            f"cannot reach the Ray cluster at {config.address!r}: {error} (start one with "
+            "`ray start --head`, or leave --address out to start a local cluster)"
+        ) from error
     log.info("actor.distributed.ray_connected", resources=ray.cluster_resources())
     return True
