@@ -30,8 +30,13 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 DRONES = 2
 STEPS = 40
-# until `navi-environment serve` registers the server's own command, this is the same click command
-ENV_SERVE = [sys.executable, "-m", "navi_environment.server"]
+# the `navi-environment serve` console command, run with this interpreter
+ENV_SERVE = [
+    sys.executable,
+    "-c",
+    "import sys; from navi_environment.cli import main; sys.exit(main())",
+    "serve",
+]
 
 
 @pytest.fixture(scope="module")

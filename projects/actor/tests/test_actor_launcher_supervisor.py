@@ -94,6 +94,15 @@ def test_stack_command_lines(tmp_path: Path) -> None:
     assert ("dashboard" in names) == (importlib.util.find_spec("navi_dashboard") is not None)
 
 
+def test_async_stack_drives_the_environment_from_the_brains_actions() -> None:
+    settings = BrainSettings(service={"mode": "async", "pub_endpoint": "tcp://*:7001"})
+    env, brain = (spec.argv for spec in stack_specs(settings, gmdag_file=None, corpus=None, actors=2)[:2])
+    assert env[env.index("--mode") + 1] == "async"
+    assert env[env.index("--action-sub") + 1] == "tcp://localhost:7001"
+    assert brain[brain.index("--mode") + 1] == "async"
+    assert brain[brain.index("--pub") + 1] == "tcp://*:7001"
+
+
 def test_supervisor_needs_children() -> None:
     with pytest.raises(ValueError, match="nothing"):
         Supervisor([])

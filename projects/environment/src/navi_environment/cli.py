@@ -6,6 +6,7 @@ import click
 
 from navi_environment.corpus import commands as corpus_commands
 from navi_environment.runtime import commands as runtime_commands
+from navi_environment.server import command as server_commands
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,3 +16,4 @@ def main() -> None:
 
 corpus_commands.register(main)
 runtime_commands.register(main)
+server_commands.register(main)

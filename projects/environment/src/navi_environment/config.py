@@ -15,6 +15,7 @@ from pydantic_settings import SettingsConfigDict
 
 from navi_contracts.settings import NaviSettings
 from navi_environment.corpus.settings import CompileSettings
+from navi_environment.server.config import ServerConfig
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -159,6 +160,7 @@ class EnvironmentSettings(NaviSettings):
     reward: RewardSettings = Field(default_factory=RewardSettings)
     episode: EpisodeSettings = Field(default_factory=EpisodeSettings)
     compile: CompileSettings = Field(default_factory=CompileSettings)
+    server: ServerConfig = Field(default_factory=ServerConfig)
     seed: int = Field(default=0, description="Default seed of reset() when none is given.")
 
     @model_validator(mode="after")

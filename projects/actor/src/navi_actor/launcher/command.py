@@ -35,6 +35,8 @@ def stack_specs(
         env_argv += ["--gmdag-file", str(gmdag_file)]
     if corpus is not None:
         env_argv += ["--corpus", str(corpus)]
+    if service.mode == "async":  # the environment steps on the actions the brain publishes
+        env_argv += ["--mode", "async", "--action-sub", service.pub_endpoint.replace("*", "localhost")]
     brain_argv = [
         sys.executable,
         "-m",
@@ -112,11 +114,6 @@ def main(
         raise click.UsageError("give at most one of --gmdag-file and --corpus")
     if actors < 1:
         raise click.UsageError("--actors must be >= 1")
-    if mode == "async":
-        raise click.UsageError(
-            "navi-environment serve steps only on REQ/REP (no async mode yet): use --mode step, or run "
-            "navi-actor serve --mode async beside an environment that steps on published actions"
-        )
     settings = build_brain_settings(
         service={"mode": mode, "checkpoint": checkpoint, "deterministic": deterministic},
         launcher={"with_dashboard": with_dashboard, "on_exit": on_exit},

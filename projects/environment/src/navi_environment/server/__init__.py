@@ -1,7 +1,31 @@
-"""ZeroMQ environment service: REP steps/resets, PUB observations and telemetry, async action mode."""
+"""ZeroMQ environment service: REP steps/resets, PUB observations and telemetry, async action mode.
 
-from navi_environment.server.async_loop import AsyncActionLoop, AsyncCounters
-from navi_environment.server.config import ServerConfig
-from navi_environment.server.service import EnvironmentService, serve
+Exports resolve lazily: :mod:`navi_environment.config` embeds :class:`ServerConfig`, and an eager
+import of the service here would import the backend (and so the config) back in a cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from navi_environment.server.async_loop import AsyncActionLoop, AsyncCounters
+    from navi_environment.server.config import ServerConfig
+    from navi_environment.server.service import EnvironmentService, serve
+
+_EXPORTS = {
+    "AsyncActionLoop": "navi_environment.server.async_loop",
+    "AsyncCounters": "navi_environment.server.async_loop",
+    "ServerConfig": "navi_environment.server.config",
+    "EnvironmentService": "navi_environment.server.service",
+    "serve": "navi_environment.server.service",
+}
 
 __all__ = ["AsyncActionLoop", "AsyncCounters", "EnvironmentService", "ServerConfig", "serve"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'navi_environment.server' has no attribute {name!r}")

@@ -9,41 +9,30 @@ from typing import Any
 
 import click
 
+from navi_environment.cli_settings import environment_settings
+
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
-def build_server_config(**options: Any) -> Any:
-    """``ServerConfig`` from CLI values (None = the group's default); invalid values are usage errors."""
+def build_server_config(base: Any = None, **options: Any) -> Any:
+    """``ServerConfig``: CLI values (None = unset) over ``base`` (the ``server`` settings group).
+
+    Invalid values are usage errors.
+    """
     from pydantic import ValidationError
 
     from navi_environment.server.config import ServerConfig
 
+    values = base.model_dump() if base is not None else {}
+    values.update({name: value for name, value in options.items() if value is not None})
     try:
-        return ServerConfig(**{name: value for name, value in options.items() if value is not None})
+        return ServerConfig(**values)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'server'}: {e['msg']}" for e in error.errors()
         )
         raise click.UsageError(f"invalid server settings: {problems}") from error
-
-
-def _environment_settings(horizon: float | None) -> Any:
-    """EnvironmentSettings with CLI values as init kwargs; logging configured from them."""
-    from pydantic import ValidationError
-
-    from navi_contracts.logging import configure_logging
-    from navi_environment.config import EnvironmentSettings
-
-    try:
-        # a dict for a nested group is deep-merged with env/.env values by pydantic-settings
-        overrides: dict[str, Any] = {"sensor": {"horizon_m": horizon}} if horizon else {}
-        settings = EnvironmentSettings(**overrides)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise click.UsageError(f"invalid settings: {problems}") from error
-    configure_logging(settings.log_level, settings.log_json, production=False)
-    return settings
 
 
 @click.command("serve")
@@ -101,11 +90,11 @@ def serve_command(
     from navi_environment.backend import SdfDagBackend
     from navi_environment.server.service import scene_sources, serve
 
+    settings = environment_settings(horizon)
     config = build_server_config(
-        mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint, action_sub=action_sub, seed=seed,
-        republish_ms=republish_ms,
+        settings.server, mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint,
+        action_sub=action_sub, seed=seed, republish_ms=republish_ms,
     )  # fmt: skip
-    settings = _environment_settings(horizon)
     try:
         paths = scene_sources(gmdag_file, corpus)
     except ValueError as error:
