@@ -9,8 +9,6 @@ with a message naming the file, the version found and the one supported.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any, Literal
 import torch
 
 from navi_actor.models import PolicyConfig
+from navi_contracts.atomic import atomic_write
 
 FORMAT_NAME = "navi-actor-checkpoint"
 FORMAT_VERSION = 3
@@ -96,17 +95,8 @@ def save_checkpoint(checkpoint: Checkpoint, path: Path) -> Path:
     Returns:
         ``path``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            torch.save(checkpoint.to_payload(), stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    payload = checkpoint.to_payload()
+    atomic_write(path, lambda stream: torch.save(payload, stream))
     return path
 
 

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from navi_actor.checkpoints.format import Checkpoint, load_checkpoint
+from navi_contracts.atomic import atomic_write
 
 log = structlog.get_logger()
 
@@ -56,22 +54,9 @@ class RegistryFile(BaseModel):
     models: list[RegistryEntry] = Field(default_factory=list)
 
 
-def _atomic_write_bytes(path: Path, writer: Any) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            writer(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def _atomic_copy(source: Path, destination: Path) -> None:
     with source.open("rb") as origin:
-        _atomic_write_bytes(destination, lambda stream: shutil.copyfileobj(origin, stream))
+        atomic_write(destination, lambda stream: shutil.copyfileobj(origin, stream))
 
 
 @contextmanager
@@ -168,7 +153,7 @@ class ModelRegistry:
         _atomic_copy(checkpoint, self.latest_path)
         registry.models.append(entry)
         payload = json.dumps(registry.model_dump(mode="json"), indent=2).encode("utf-8")
-        _atomic_write_bytes(self.index_path, lambda stream: stream.write(payload))
+        atomic_write(self.index_path, lambda stream: stream.write(payload))
         log.info(
             "actor.registry.promoted", version=version, step_id=entry.step_id, reward_ema=entry.reward_ema
         )

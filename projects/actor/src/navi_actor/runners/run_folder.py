@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
 import secrets
 import subprocess
-import tempfile
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from navi_contracts.atomic import atomic_write_json
 from navi_contracts.paths import repo_root
 
 _PACKAGES = ("navi-actor", "navi-contracts", "navi-environment", "torch", "numpy", "pydantic")
@@ -59,21 +58,6 @@ def git_revision() -> str | None:
     return f"{head}+dirty" if dirty else head
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, indent=2, sort_keys=True, default=str)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 class RunFolder:
     """Creates and writes one run's folder.
 
@@ -102,7 +86,7 @@ class RunFolder:
             **extra,
         }
         path = self.path / "manifest.json"
-        write_json_atomic(path, manifest)
+        atomic_write_json(path, manifest)
         return path
 
     def append_metrics(self, record: dict[str, Any]) -> None:

@@ -11,11 +11,8 @@ one part at a time, so memory stays bounded by one part. A crash leaves the part
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,6 +20,7 @@ import numpy as np
 import structlog
 
 from navi_auditor.demos.schema import DEMO_SCHEMA_VERSION, FRAME_FIELDS, frame_shape
+from navi_contracts.atomic import atomic_write
 
 log = structlog.get_logger()
 
@@ -34,20 +32,6 @@ SEGMENTS_FILE = "segments.json"
 def parts_folder(path: Path) -> Path:
     """``<name>.parts`` next to ``<name>.npz``."""
     return path.with_suffix(PARTS_SUFFIX)
-
-
-def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Write ``path`` through a temporary file in the same folder, fsync, then ``os.replace``."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _write_json(path: Path, payload: Any) -> None:

@@ -15,13 +15,12 @@ same grids always give byte-identical files.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import structlog
 
+from navi_contracts.atomic import atomic_write_bytes
 from navi_environment.gmdag import _build
 from navi_environment.gmdag.format import HEADER, MAGIC, VERSION, GmdagAsset
 from navi_environment.gmdag.halffloat import float32_to_half_bits
@@ -163,25 +162,8 @@ def encode_gmdag(asset: GmdagAsset) -> bytes:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(temp_name, 0o666 & ~_current_umask())  # mkstemp creates 0600; use normal file modes
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """Write ``data`` to ``path`` atomically (shared helper: :func:`navi_contracts.atomic.atomic_write`)."""
+    atomic_write_bytes(path, data)
 
 
 def write_gmdag(asset: GmdagAsset, path: str | Path) -> int:
