@@ -7,9 +7,9 @@ place, so readers never see a half-written model. "Best" is the entry with the h
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -63,11 +63,30 @@ def _atomic_copy(source: Path, destination: Path) -> None:
 def _exclusive(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive advisory lock so two trainers cannot both claim the same version number."""
     with lock_path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _lock(handle.fileno())
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            _unlock(handle.fileno())
+
+
+if sys.platform == "win32":  # the registry must work wherever the trainer does
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+
+    def _unlock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class ModelRegistry:
