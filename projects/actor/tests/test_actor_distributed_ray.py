@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 import torch
+from click.testing import CliRunner
 
 ray = pytest.importorskip("ray", reason="the 'distributed' extra (ray) is not installed")
 
 from navi_actor.checkpoints import load_checkpoint  # noqa: E402
+from navi_actor.cli import main  # noqa: E402
 from navi_actor.config import ActorSettings  # noqa: E402
 from navi_actor.distributed import DistributedConfig, DistributedTrainer  # noqa: E402
 from navi_actor.distributed.worker_pool import WorkerPool  # noqa: E402
@@ -181,3 +184,32 @@ def test_ray_training_learns_the_point_goal(pool: WorkerPool, tmp_path: Path) ->
 
     learned, random = score(trainer.policy), score(RandomPolicy())
     assert learned > random + 1.0, f"learned {learned:.3f} vs random {random:.3f}"
+
+
+def test_cli_backend_ray_trains_into_the_same_artifacts(pool: WorkerPool, tmp_path: Path) -> None:
+    # The module's cluster is up: train_distributed joins it (and leaves it running). The module
+    # pool holds one of its two CPUs, so the command's two workers ask for half a CPU each.
+    env = {
+        "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
+        "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
+        "NAVI_ACTOR_POLICY__VIT_DIM": "32",
+        "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
+        "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
+        "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
+        "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
+        "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
+        "NAVI_ACTOR_DISTRIBUTED__WORKER_CPUS": "0.5",
+    }
+    args = ["train", "--backend", "ray", "--num-workers", "2", "--env", "point", "--actors", "2"]
+    args += ["--rollout-length", "16", "--total-steps", "128", "--temporal-core", "gru", "--no-telemetry"]
+    try:
+        result = CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+    finally:
+        structlog.reset_defaults()  # the command configured logging for its "process"
+    assert result.exit_code == 0, result.output
+    assert "finished: 128 steps" in result.output and "dropped fragments:" in result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run / "manifest.json").read_text())["backend"] == "ray"
+    (checkpoint,) = (run / "checkpoints").iterdir()
+    assert load_checkpoint(checkpoint).step_id == 128
+    assert ray.is_initialized()  # joined the running cluster, did not shut it down

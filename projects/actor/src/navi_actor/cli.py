@@ -124,6 +124,16 @@ def main() -> None:
 @click.option("--seed", type=int, help="Seed for torch, the environment and minibatch shuffles.")
 @click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://*:5557).")
 @click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    help="local: step in-process (default); ray: Ray rollout workers (needs the 'distributed' extra).",
+)
+@click.option(
+    "--address",
+    help="Ray cluster for --backend ray: 'auto' or 'ray://HOST:PORT' (default: start a local one).",
+)
+@click.option("--num-workers", type=int, help="Ray rollout workers for --backend ray (default 2).")
 @_with_options(_ENV_OPTIONS)
 def train(
     *,
@@ -139,6 +149,9 @@ def train(
     seed: int | None,
     telemetry_pub: str | None,
     no_telemetry: bool,
+    backend: str | None,
+    address: str | None,
+    num_workers: int | None,
     **env_options: Any,
 ) -> None:
     """Train the policy in-process with PPO (runs until Ctrl+C or --total-steps).
@@ -162,9 +175,15 @@ def train(
         checkpoint__auto_resume=False if no_auto_resume else None,
         telemetry__endpoint=telemetry_pub,
         telemetry__enabled=False if no_telemetry else None,
+        train__backend=backend,
+        distributed__address=address,
+        distributed__num_workers=num_workers,
     )
     settings = build_settings(encoder_backend=encoder_backend, temporal_core=temporal_core, **values)
     _start(settings)
+    if settings.train.backend == "ray":
+        _train_on_ray(settings, checkpoint)
+        return
     built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
     telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
     try:
@@ -182,6 +201,33 @@ def train(
     finally:
         if telemetry is not None:
             telemetry.close()
+    _report_training(summary)
+
+
+def _train_on_ray(settings: Any, checkpoint: Path | None) -> None:
+    """``train --backend ray``: the same run folder, checkpoints and telemetry, Ray rollout workers."""
+    from navi_actor.distributed import RayUnavailableError, train_distributed
+    from navi_actor.telemetry import TrainingTelemetry
+
+    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+    try:
+        summary = train_distributed(
+            settings,
+            artifacts_dir=_artifacts(settings),
+            checkpoint=checkpoint,
+            telemetry=telemetry,
+            progress=lambda line: click.echo(line, err=True),
+        )
+    except (RayUnavailableError, ValueError, FloatingPointError, RuntimeError, TimeoutError) as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        if telemetry is not None:
+            telemetry.close()
+    _report_training(summary)
+    click.echo(f"dropped fragments: {summary.dropped_fragments}, worker restarts: {summary.worker_restarts}")
+
+
+def _report_training(summary: Any) -> None:
     state = "interrupted" if summary.interrupted else "finished"
     click.echo(
         f"{state}: {summary.steps_this_run} steps ({summary.steps_per_second:.1f} steps/s), "

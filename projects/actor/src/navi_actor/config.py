@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from navi_actor.bc.config import BCConfig
+from navi_actor.distributed.config import DistributedConfig
 from navi_actor.inference.config import InferenceConfig
 from navi_actor.launcher.config import LauncherConfig
 from navi_actor.models import PolicyConfig
@@ -114,6 +115,11 @@ class TrainConfig(SettingsGroup):
         default=None, gt=0.0, description="Stop after this much wall-clock training time; null = no limit."
     )
     device: str = Field(default="cpu", description="torch device: cpu, cuda, cuda:1, ...")
+    backend: Literal["local", "ray"] = Field(
+        default="local",
+        description="local: step in-process; ray: Ray rollout workers (the 'distributed' extra, "
+        "docs/distributed.md).",
+    )
     seed: int = Field(default=0, description="Seed for torch, the environment and minibatch shuffles.")
     reward_ema_alpha: float = Field(
         default=0.05, gt=0.0, le=1.0, description="Weight of each finished episode in the reward EMA."
@@ -149,6 +155,7 @@ class ActorSettings(NaviSettings):
     environment: EnvironmentChoice = Field(default_factory=EnvironmentChoice)
     train: TrainConfig = Field(default_factory=TrainConfig)
     bc: BCConfig = Field(default_factory=BCConfig)
+    distributed: DistributedConfig = Field(default_factory=DistributedConfig)
     # Read by serve / infer / navi-stack; declared here so one .env serves every actor command.
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     inference: InferenceConfig = Field(default_factory=InferenceConfig)

@@ -1,0 +1,54 @@
+"""``navi-actor train --backend ray``: the options reach the settings, and a missing Ray is a clear error."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import structlog
+import torch
+from click.testing import CliRunner
+
+from navi_actor.cli import build_settings, main
+
+
+@pytest.fixture(autouse=True)
+def restore_process_state() -> Iterator[None]:
+    """The command configures structlog and torch threads for its process; undo that afterwards."""
+    threads = torch.get_num_threads()
+    yield
+    structlog.reset_defaults()
+    torch.set_num_threads(threads)
+
+
+def test_train_help_documents_the_ray_options() -> None:
+    result = CliRunner().invoke(main, ["train", "--help"])
+    assert result.exit_code == 0
+    assert "--backend [local|ray]" in result.output and "--num-workers" in result.output
+    assert "--address" in result.output
+
+
+def test_ray_settings_from_kwargs() -> None:
+    settings = build_settings(train={"backend": "ray"}, distributed={"num_workers": 3, "address": "auto"})
+    assert settings.train.backend == "ray" and settings.distributed.num_workers == 3
+    assert settings.distributed.address == "auto"
+
+
+def test_backend_ray_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_ray(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "ray", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    result = CliRunner().invoke(
+        main, ["train", "--backend", "ray", "--env", "point", "--no-telemetry", "--total-steps", "8"]
+    )
+    assert result.exit_code != 0
+    assert "uv sync --extra distributed" in result.output
