@@ -16,23 +16,17 @@ from pathlib import Path
 import structlog
 import torch
 
-from navi_actor.algorithms.ppo import PPOLearner
 from navi_actor.checkpoints import (
     Checkpoint,
     checkpoint_path,
-    load_checkpoint,
-    prune_checkpoints,
-    save_checkpoint,
 )
 from navi_actor.config import ActorSettings
-from navi_actor.models import NaviPolicy
 from navi_actor.registry import ModelRegistry, RegistryEntry
 from navi_actor.runners.env_factory import BuiltEnvironment
-from navi_actor.runners.progress import Stopwatch, TrainingCounters, progress_line, update_record
-from navi_actor.runners.resume import capture_rng, choose_start, restore
+from navi_actor.runners.learner_state import LearnerState
+from navi_actor.runners.progress import Stopwatch, progress_line, update_record
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.runners.run_folder import RunFolder, new_run_id
-from navi_actor.runners.shaping_adapter import build_actor_shaping
 from navi_actor.storage import RolloutStorage
 from navi_actor.telemetry import TrainingTelemetry
 
@@ -81,17 +75,16 @@ class OnPolicyRunner:
         self.telemetry, self.progress = telemetry, progress
         self.registry = ModelRegistry(artifacts_dir / "models")
         device = torch.device(settings.train.device)
-        start = choose_start(settings, self.env.observation_shape, self.registry, explicit=checkpoint)
-        self.parent_checkpoint = str(start.path) if start.path is not None else None
-        torch.manual_seed(settings.train.seed)
-        self.policy = NaviPolicy(start.policy_config).to(device)
-        self.learner = PPOLearner(self.policy, settings.ppo, reference_policy=self._reference_policy(device))
-        self.shuffle = torch.Generator(device=device).manual_seed(settings.train.seed)
-        self.shaping = build_actor_shaping(settings, self.policy, self.env.num_actors, device)
-        self.counters = TrainingCounters()
-        if start.checkpoint is not None:
-            self.counters = restore(start.checkpoint, self.learner, self.shuffle, self.shaping.modules)
-            self.shaping.resume_at(self.counters.step_id)
+        self.state = LearnerState.build(
+            settings, self.env.observation_shape, self.env.num_actors, self.registry, checkpoint
+        )
+        state = self.state
+        self.policy, self.learner, self.shuffle = state.policy, state.learner, state.shuffle
+        self.shaping, self.counters, self.parent_checkpoint = (
+            state.shaping,
+            state.counters,
+            state.parent_checkpoint,
+        )
         rollout = settings.rollout
         self.steps_per_rollout = rollout.rollout_length * self.env.num_actors
         total = settings.train.total_steps
@@ -100,7 +93,7 @@ class OnPolicyRunner:
             rollout.rollout_length,
             self.env.num_actors,
             obs_shape=tuple(self.env.observation_shape),
-            action_dim=start.policy_config.action_dim,
+            action_dim=state.policy_config.action_dim,
             state_size=self.policy.state_size,
             sequence_length=rollout.sequence_length,
             device=device,
@@ -113,7 +106,7 @@ class OnPolicyRunner:
             seed=settings.train.seed + self.counters.step_id,
             on_step=self._on_step,
         )
-        label = f"{start.policy_config.encoder_backend}-{start.policy_config.temporal_core}"
+        label = f"{state.policy_config.encoder_backend}-{state.policy_config.temporal_core}"
         self.run = RunFolder(artifacts_dir / "runs", new_run_id(label))
         self.run.write_manifest(
             settings.model_dump(mode="json"),
@@ -121,7 +114,7 @@ class OnPolicyRunner:
                 "device": str(device),
                 "resumed_from": self.parent_checkpoint,
                 "start_step_id": self.counters.step_id,
-                "policy_config": start.policy_config.model_dump(mode="json"),
+                "policy_config": state.policy_config.model_dump(mode="json"),
                 "corpus_summary": self.corpus_summary,
                 "observation_shape": list(self.env.observation_shape),
             },
@@ -130,15 +123,6 @@ class OnPolicyRunner:
         log.info(
             "actor.train.started", run_id=self.run.run_id, run_dir=str(self.run.path), device=str(device)
         )
-
-    def _reference_policy(self, device: torch.device) -> NaviPolicy | None:
-        path = self.settings.ppo.reference_checkpoint
-        if path is None or self.settings.ppo.reference_kl_coef == 0.0:
-            return None
-        reference = load_checkpoint(path)
-        policy = NaviPolicy(reference.policy_config).to(device)
-        policy.load_state_dict(reference.model)
-        return policy.eval()
 
     def _on_step(self, obs: torch.Tensor) -> None:
         if self.telemetry is not None:
@@ -197,36 +181,10 @@ class OnPolicyRunner:
 
     def checkpoint(self) -> Checkpoint:
         """The current training state as a :class:`Checkpoint`."""
-        return Checkpoint(
-            model=self.policy.state_dict(),
-            policy_config=self.policy.cfg,
-            step_id=self.counters.step_id,
-            episode_count=self.counters.episode_count,
-            update_index=self.learner.update_index,
-            reward_ema=self.counters.reward_ema,
-            wall_time_hours=self.counters.wall_time_hours,
-            parent_checkpoint=self.parent_checkpoint,
-            training_source="rl",
-            corpus_summary=self.corpus_summary,
-            settings_json=self.settings.model_dump_json(),
-            optimizer=self.learner.optimizer.state_dict(),
-            auxiliary={name: module.state_dict() for name, module in self.shaping.modules.items()},
-            rng=capture_rng(self.shuffle),
-        )
+        return self.state.checkpoint(self.corpus_summary)
 
     def save_checkpoint(self) -> list[RegistryEntry]:
         """Write a checkpoint, prune old ones, and promote it if its reward EMA beats the best."""
-        path = save_checkpoint(
-            self.checkpoint(), checkpoint_path(self.run.checkpoints, self.counters.step_id)
-        )
-        prune_checkpoints(self.run.checkpoints, self.settings.checkpoint.keep)
+        promoted = self.state.save(self.corpus_summary, self.run, self.registry, f"run {self.run.run_id}")
         self._last_checkpoint_step, self._saved_once = self.counters.step_id, True
-        log.info("actor.checkpoint.saved", path=str(path), step_id=self.counters.step_id)
-        ema = self.counters.reward_ema
-        if not self.settings.checkpoint.auto_promote or ema is None:
-            return []
-        best = self.registry.best()
-        if best is not None and best.reward_ema is not None and ema <= best.reward_ema:
-            return []
-        entry = self.registry.promote(path, notes=f"auto-promoted from run {self.run.run_id}", tags=["auto"])
-        return [entry]
+        return promoted
