@@ -8,6 +8,7 @@ that finds an array's bytes. Everything else, including every check on untrusted
 from __future__ import annotations
 
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
@@ -66,7 +67,7 @@ def as_byte_view(data: Any) -> memoryview:
 # --------------------------------------------------------------------------- encoding
 
 
-class ArrayWriter:
+class ArrayWriter(ABC):
     """Collects msgpack framing bytes; subclasses decide where array bytes go.
 
     Framing is appended to ``framing`` (a bytearray: appending is cheaper than packer calls) with
@@ -80,9 +81,9 @@ class ArrayWriter:
         self.framing = bytearray()
         self.pack = msgpack.Packer(use_bin_type=True).pack
 
+    @abstractmethod
     def write_array(self, array: np.ndarray) -> None:
         """Write the map describing ``array`` (and place its bytes)."""
-        raise NotImplementedError
 
 
 def wire_array(array: np.ndarray) -> np.ndarray:

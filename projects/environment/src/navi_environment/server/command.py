@@ -111,5 +111,5 @@ def serve_command(
 
 
 def register(group: click.Group) -> None:
-    """Attach ``serve`` to the ``navi-environment`` group (replacing an older ``serve``)."""
+    """Attach ``serve`` (step and async mode) to the ``navi-environment`` group."""
     group.add_command(serve_command)
