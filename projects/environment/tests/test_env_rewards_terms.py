@@ -65,11 +65,12 @@ def test_exploration_pays_new_cells_and_headings_once_and_is_gated_by_clearance(
     rewards = fresh()
     obs = obs_with(20.0)  # open: frontier = 1
     first = term(rewards.compute(inputs(obs))[1], "exploration")
-    assert math.isclose(float(first), 1.0 + 0.5 + 0.25, rel_tol=1e-6)
+    assert math.isclose(float(first), 1.0 + 0.25 + 0.25, rel_tol=1e-6)
     same = term(rewards.compute(inputs(obs))[1], "exploration")
-    assert math.isclose(float(same), 0.25, rel_tol=1e-6)  # only the frontier remains
+    assert float(same) == 0.0  # hovering earns nothing, however open the view
     turned = term(rewards.compute(inputs(obs, yaw=torch.tensor([math.pi])))[1], "exploration")
-    assert math.isclose(float(turned), 0.5 + 0.25, rel_tol=1e-6)
+    assert math.isclose(float(turned), 0.25, rel_tol=1e-6)
+    assert float(term(rewards.compute(inputs(obs, yaw=torch.tensor([math.pi])))[1], "exploration")) == 0.0
     moved = term(rewards.compute(inputs(obs, position=torch.tensor([[10.0, 0.0, 0.0]])))[1], "exploration")
     assert float(moved) > 1.0
     cramped = fresh()
@@ -111,14 +112,31 @@ def test_proximity_penalty_below_one_metre(nearest: float, expected: float) -> N
 
 
 @pytest.mark.parametrize(("nearest", "expected"), [(0.5, 0.0), (2.0, 1.0), (6.0, 0.0)])
-def test_structure_band(nearest: float, expected: float) -> None:
-    assert float(term(fresh().compute(inputs(obs_with(nearest)))[1], "structure_band")) == expected
+def test_structure_band_pays_a_new_cell_in_the_band(nearest: float, expected: float) -> None:
+    rewards = fresh()
+    assert float(term(rewards.compute(inputs(obs_with(nearest)))[1], "structure_band")) == expected
+    assert float(term(rewards.compute(inputs(obs_with(nearest)))[1], "structure_band")) == 0.0  # same cell
+
+
+def test_no_positive_reward_for_hovering_or_circling_in_one_cell() -> None:
+    """The exploit PPO found: circle in a spot with a good view and farm per-step bonuses."""
+    rewards = fresh(unit_weights(proximity=0.0, starvation=0.0, clearance_delta=0.0))
+    obs = obs_with(20.0)
+    obs[0, 0, 0, :2] = 2.0 / H  # structure ahead inside the band, open frontier beside it
+    for turn in range(8):  # one lap: every heading sector of the cell once
+        rewards.compute(inputs(obs, yaw=torch.tensor([(turn + 0.5) * 2 * math.pi / 8])))
+    later = [
+        float(rewards.compute(inputs(obs, yaw=torch.tensor([k * 0.3])))[0]) for k in range(100)
+    ]
+    assert max(later) == 0.0
 
 
 def test_forward_structure_counts_only_the_forward_cone() -> None:
     obs = obs_with(20.0)
     obs[0, 0, 0, :2] = 2.0 / H  # half of the forward cone sees structure within the band
-    assert math.isclose(float(term(fresh().compute(inputs(obs))[1], "forward_structure")), 0.5, rel_tol=1e-6)
+    rewards = fresh()
+    assert math.isclose(float(term(rewards.compute(inputs(obs))[1], "forward_structure")), 0.5, rel_tol=1e-6)
+    assert float(term(rewards.compute(inputs(obs))[1], "forward_structure")) == 0.0  # same heading again
     side = obs_with(20.0)
     side[0, 0, 4] = 2.0 / H  # behind the drone: does not count
     assert float(term(fresh().compute(inputs(side))[1], "forward_structure")) == 0.0

@@ -7,19 +7,26 @@ the reward exactly.
 
 Terms (unweighted forms):
 
-* exploration: ``gate * (new_cell + 0.5 * new_heading + 0.25 * frontier)``; new visit cell (edge
-  ``visit_cell_m``), new heading sector inside the cell, frontier = share of the forward cone
+* exploration: ``gate * (new_cell * (1 + 0.25 * frontier) + 0.25 * new_heading)``; new visit cell
+  (edge ``visit_cell_m``), new heading sector inside the cell, frontier = share of the forward cone
   that is open (farther than half the horizon or empty); ``gate`` = clearance >= min_clearance_m.
 * progress: gain of the farthest distance from the spawn (metres), scaled by
   ``clamp(clearance / proximity_m, 0, 1)`` so progress scraped along walls is worth less.
 * clearance_delta: change of the nearest-surface distance, clipped to [-1, 1] m.
 * starvation: minus the share of rays that see nothing within the horizon.
 * proximity: ``-clamp(1 - clearance / proximity_m, 0, 1)``.
-* structure_band: 1 while the nearest surface is within [band_low_m, band_high_m].
-* forward_structure: share of the forward cone that hits something within band_high_m.
+* structure_band: ``new_cell`` while the nearest surface is within [band_low_m, band_high_m].
+* forward_structure: share of the forward cone that hits something within band_high_m, on a new
+  heading sector of the cell.
 * inspection: share of the forward cone hitting closer than inspection_range_m, when the
   heading is new in this cell (looking at nearby structure from a new side).
 * collision: ``-(collision_base + impact_speed / max_forward_mps)`` on a collision.
+
+Every positive term pays for *novelty* (a new cell, a new heading in a cell, a new farthest
+distance) and the penalties are dense. A drone that hovers or circles therefore earns nothing but
+penalties: an earlier version paid the frontier, the structure band and forward structure on every
+step, and PPO learned to circle in a spot with a good view and collect them (about +400 per
+2,000-step episode over 3 visit cells), instead of exploring.
 
 Visit memory is a per-drone hashed table (``VISIT_SLOTS`` cells): hash collisions can only make a
 cell look visited early, never pay twice for one cell.
@@ -120,7 +127,7 @@ class Rewards:
         new_cell, new_heading = self._visit(inputs.position, inputs.yaw)
         frontier = (ahead_m >= 0.5 * inputs.horizon).float().mean(dim=1)
         gate = (clearance >= s.min_clearance_m).float()
-        exploration = gate * (new_cell + 0.5 * new_heading + 0.25 * frontier)
+        exploration = gate * (new_cell * (1.0 + 0.25 * frontier) + 0.25 * new_heading)
         distance = (inputs.position - inputs.spawn).norm(dim=1)
         gain = (distance - self.best_distance).clamp(min=0.0)
         self.best_distance = torch.maximum(self.best_distance, distance)
@@ -129,9 +136,9 @@ class Rewards:
         self.prev_clearance = clearance
         starvation = inputs.hit_share - 1.0
         proximity = -(1.0 - clearance / s.proximity_m).clamp(0.0, 1.0)
-        band = ((clearance >= s.band_low_m) & (clearance <= s.band_high_m)).float()
+        band = ((clearance >= s.band_low_m) & (clearance <= s.band_high_m)).float() * new_cell
         # misses read as the horizon, so "closer than X" (X < horizon) already implies a hit
-        forward_structure = (ahead_m <= s.band_high_m).float().mean(dim=1)
+        forward_structure = (ahead_m <= s.band_high_m).float().mean(dim=1) * new_heading
         near = (ahead_m <= s.inspection_range_m).float().mean(dim=1)
         inspection = near * new_heading
         collision = -(s.collision_base + inputs.impact_speed / self.max_forward) * inputs.collided.float()
