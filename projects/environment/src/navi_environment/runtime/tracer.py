@@ -15,11 +15,11 @@ import numpy as np
 import torch
 
 from navi_environment.config import SensorSettings, TracerSettings
-from navi_environment.runtime import kernels, torch_tracer
+from navi_environment.runtime import kernels, kernels_wavefront, torch_tracer
 from navi_environment.runtime.atlas import SceneAtlas
 
 # numba dispatchers, typed loosely: their signatures are inferred at call time, not by mypy.
-_trace_sensor_kernel: Any = kernels.trace_sensor
+_trace_sensor_kernel: Any = kernels_wavefront.trace_sensor  # SIMD wavefront; kernels.trace_sensor is scalar
 _cast_rays_kernel: Any = kernels.cast_rays
 _query_points_kernel: Any = kernels.query_points
 _numba_config: Any = numba.config
