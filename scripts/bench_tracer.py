@@ -1,13 +1,21 @@
 """Benchmark: Navi's sphere tracer against Embree triangle ray casting, one thread each.
 
 Same procedural scene (the mesh for Embree, the compiled .gmdag -> brick map for us), same rays
-(the spherical sensor of drones at qualified spawns). Prints ONE JSON line:
+(the spherical sensor of 4 drones at qualified spawns). Prints ONE JSON line:
 
-    Mrays/s ours and Embree (per thread), their ratio, ms per full step at 4 and 32 drones,
-    agreement (median / p95 distance error in voxels on rays both hit, hit-flag agreement), and the
-    share of step() time spent tracing at 4 drones (wall and process CPU time).
+    Mrays/s ours (the SIMD wavefront kernel), Embree and our scalar packet kernel (the previous
+    kernel, as an in-run reference), all per thread; ratios; agreement with Embree (median / p95
+    distance error in voxels on rays both hit, hit-flag agreement); ms per full step at 4 and 32
+    drones and the share of step() time spent tracing at 4 drones (wall and process CPU time).
 
-Usage: ``uv run python scripts/bench_tracer.py [--family apartment] [--seed 0] [--resolution 256]``
+``--family all`` traces all five families and reports each one's numbers plus the mean ratio
+(the step timings are taken on the first family only).
+
+Timings are the best of ``--repeats`` process-CPU-time runs, contenders interleaved: on a shared
+machine CPU time counts the work and not the queueing, and interleaving spreads load changes
+evenly over the contenders.
+
+Usage: ``uv run python scripts/bench_tracer.py [--family apartment|...|all] [--seed 0] [--resolution 256]``
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -22,73 +31,76 @@ import torch
 
 from navi_environment.config import EnvironmentSettings
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag
+from navi_environment.runtime import kernels
 from navi_environment.runtime.atlas import pack_scenes
 from navi_environment.runtime.bench import bench_backend
 from navi_environment.runtime.loader import scene_from_asset
+from navi_environment.runtime.scene import RuntimeScene
 from navi_environment.runtime.spawn import qualify_scene
 from navi_environment.runtime.tracer import Tracer, sensor_directions
 from navi_environment.scenes.export import layout_mesh
 from navi_environment.scenes.rasterize import layout_grids
-from navi_environment.scenes.registry import generate
+from navi_environment.scenes.registry import FAMILIES, generate
+
+DRONES = 4
 
 
-def _best_of(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
-    """Smallest process CPU time of ``repeats`` calls.
-
-    Both contenders run on one thread, so CPU time equals their work and, unlike wall time, does
-    not count the time other processes hold the core (the dev box is a shared 2-core machine).
-    """
-    best = float("inf")
+def _best_interleaved(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Smallest process CPU time (s) of each contender over ``repeats`` interleaved rounds."""
+    best = dict.fromkeys(contenders, float("inf"))
     for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
+        for name, fn in contenders.items():
+            start = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - start)
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", default="apartment")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--resolution", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=10)
-    args = parser.parse_args()
-
+def _trace_family(family: str, seed: int, resolution: int, repeats: int) -> tuple[dict, RuntimeScene]:  # type: ignore[type-arg]
+    """Trace one family's scene with ours, the scalar kernel and Embree; returns the record."""
     from embreex import rtcore_scene
     from embreex.mesh_construction import TriangleMesh
 
     settings = EnvironmentSettings()
-    layout = generate(args.family, args.seed)
-    sdf, semantic, bmin, voxel = layout_grids(layout, args.resolution)
+    layout = generate(family, seed)
+    sdf, semantic, bmin, voxel = layout_grids(layout, resolution)
     scene = scene_from_asset(compile_sdf_to_gmdag(sdf, semantic, bmin, voxel), settings)
     mesh = layout_mesh(layout)
     embree = rtcore_scene.EmbreeScene()
     TriangleMesh(embree, mesh.vertices[mesh.faces].astype(np.float32))
 
-    qualified = qualify_scene(scene, settings, seed=args.seed).positions
-    drones = 4
-    spawns = qualified[np.arange(drones) % len(qualified)]  # best spawns (repeated if fewer than 4)
-    yaw = np.linspace(-np.pi, np.pi, drones, endpoint=False).astype(np.float32)
+    qualified = qualify_scene(scene, settings, seed=seed).positions
+    spawns = qualified[np.arange(DRONES) % len(qualified)].astype(np.float32)  # repeated if fewer
+    yaw = np.linspace(-np.pi, np.pi, DRONES, endpoint=False).astype(np.float32)
     sensor = settings.sensor
     local = sensor_directions(sensor.azimuth_bins, sensor.elevation_bins)
     c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
-    up = np.broadcast_to(local[:, 2], (drones, len(local)))
+    up = np.broadcast_to(local[:, 2], (DRONES, len(local)))
     # [drones, R, 3] -> [drones*R, 3], drone-major like the sensor's output
     world = np.stack([c * local[:, 0] - s * local[:, 1], s * local[:, 0] + c * local[:, 1], up], axis=-1)
-    world = world.reshape(-1, 3)
+    world = np.ascontiguousarray(world.reshape(-1, 3), dtype=np.float32)
     origins = np.repeat(spawns, len(local), axis=0).astype(np.float32)
-    world = np.ascontiguousarray(world, dtype=np.float32)
     rays = len(origins)
 
-    numba.set_num_threads(1)
     tracer = Tracer(pack_scenes([scene]), sensor, settings.tracer)
-    out = torch.empty(drones, 3, sensor.azimuth_bins, sensor.elevation_bins)
-    pos_t, yaw_t = torch.from_numpy(spawns.astype(np.float32)), torch.from_numpy(yaw)
-    ids = torch.zeros(drones, dtype=torch.int32)
-    tracer.trace_sensor(pos_t, yaw_t, ids, out)  # compile / load cache
-    ours_s = _best_of(lambda: tracer.trace_sensor(pos_t, yaw_t, ids, out), args.repeats)
+    out = torch.empty(DRONES, 3, sensor.azimuth_bins, sensor.elevation_bins)
+    pos_t, yaw_t = torch.from_numpy(spawns), torch.from_numpy(yaw)
+    ids = torch.zeros(DRONES, dtype=torch.int32)
+    scalar_out = np.empty((DRONES, 3, len(local)), dtype=np.float32)
+    scalar_stats = np.empty((DRONES, -(-len(local) // kernels.PACKET), 2), dtype=np.float32)
+    scalar_args = (
+        spawns, yaw, ids.numpy(), local, tracer.horizon, scalar_out, scalar_out, scalar_stats,
+        *tracer.atlas.kernel_args(), *tracer.rules,
+    )  # fmt: skip
+    contenders: dict[str, Callable[[], object]] = {
+        "ours": lambda: tracer.trace_sensor(pos_t, yaw_t, ids, out),
+        "scalar": lambda: kernels.trace_sensor(*scalar_args),
+        "embree": lambda: embree.run(origins, world, output=1),
+    }
+    for fn in contenders.values():  # compile / load caches
+        fn()
+    best = _best_interleaved(contenders, repeats)
     result = embree.run(origins, world, output=1)
-    embree_s = _best_of(lambda: embree.run(origins, world, output=1), args.repeats)
 
     horizon = sensor.horizon_m
     ours_t = out[:, 0].reshape(-1).numpy() * horizon
@@ -97,26 +109,58 @@ def main() -> None:
     ref_hit = (np.asarray(result["geomID"]) >= 0) & (ref_t <= horizon)
     both = ours_hit & ref_hit
     err_vox = np.abs(ours_t[both] - ref_t[both]) / scene.voxel_size
-
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    scenes = [scene]
-    step4 = bench_backend(settings, 4, 30, scenes=scenes)
-    step32 = bench_backend(settings, 32, 10, scenes=scenes)
     record = {
-        "bench": "tracer", "scene": f"{args.family}:{args.seed}", "resolution": args.resolution,
-        "voxel_m": scene.voxel_size, "triangles": len(mesh.faces), "rays": rays,
-        "ours_mrays_per_s": rays / ours_s / 1e6, "embree_mrays_per_s": rays / embree_s / 1e6,
-        "ratio_vs_embree": embree_s / ours_s,
+        "scene": f"{family}:{seed}", "voxel_m": scene.voxel_size, "triangles": len(mesh.faces),
+        "rays": rays, "scene_bytes": scene.nbytes,
+        "ours_mrays_per_s": rays / best["ours"] / 1e6, "embree_mrays_per_s": rays / best["embree"] / 1e6,
+        "scalar_mrays_per_s": rays / best["scalar"] / 1e6,
+        "ratio_vs_embree": best["embree"] / best["ours"], "speedup_vs_scalar": best["scalar"] / best["ours"],
         "median_error_voxels": float(np.median(err_vox)),
         "p95_error_voxels": float(np.percentile(err_vox, 95)),
         "hit_agreement": float(np.mean(ours_hit == ref_hit)),
+    }  # fmt: skip
+    return record, scene
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", default="apartment", choices=[*FAMILIES, "all"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resolution", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args()
+
+    families = list(FAMILIES) if args.family == "all" else [args.family]
+    numba.set_num_threads(1)
+    records, scenes = [], []
+    for family in families:
+        record, scene = _trace_family(family, args.seed, args.resolution, args.repeats)
+        records.append(record)
+        scenes.append(scene)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    settings = EnvironmentSettings()
+    step4 = bench_backend(settings, 4, 30, scenes=scenes[:1])
+    step32 = bench_backend(settings, 32, 10, scenes=scenes[:1])
+    steps = {
         "ms_per_step_4": step4["ms_per_step"], "ms_per_step_32": step32["ms_per_step"],
         "cpu_ms_per_step_4": step4["cpu_ms_per_step"], "cpu_ms_per_step_32": step32["cpu_ms_per_step"],
         "trace_share_4": step4["trace_share"], "cpu_trace_share_4": step4["cpu_trace_share"],
         "step_threads": numba.config.NUMBA_NUM_THREADS,
-        "scene_bytes": scene.nbytes,
     }  # fmt: skip
-    print(json.dumps(record))
+    head = {"bench": "tracer", "resolution": args.resolution, "repeats": args.repeats}
+    if len(records) == 1:
+        print(json.dumps({**head, **records[0], **steps}))
+        return
+    ratios = [r["ratio_vs_embree"] for r in records]
+    print(
+        json.dumps({
+            **head, "families": {f: r for f, r in zip(families, records, strict=True)},
+            "mean_ratio_vs_embree": float(np.mean(ratios)), "min_ratio_vs_embree": float(np.min(ratios)),
+            "mean_speedup_vs_scalar": float(np.mean([r["speedup_vs_scalar"] for r in records])),
+            "max_median_error_voxels": float(max(r["median_error_voxels"] for r in records)),
+            **steps, "step_scene": records[0]["scene"],
+        })
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
