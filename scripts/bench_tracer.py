@@ -24,6 +24,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numba
 import numpy as np
@@ -43,6 +44,7 @@ from navi_environment.scenes.rasterize import layout_grids
 from navi_environment.scenes.registry import FAMILIES, generate
 
 DRONES = 4
+_numba_config: Any = numba.config  # attributes set at runtime, unknown to the type stubs
 
 
 def _best_interleaved(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
@@ -137,7 +139,7 @@ def main() -> None:
         record, scene = _trace_family(family, args.seed, args.resolution, args.repeats)
         records.append(record)
         scenes.append(scene)
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(_numba_config.NUMBA_NUM_THREADS)
     settings = EnvironmentSettings()
     step4 = bench_backend(settings, 4, 30, scenes=scenes[:1])
     step32 = bench_backend(settings, 32, 10, scenes=scenes[:1])
@@ -145,7 +147,7 @@ def main() -> None:
         "ms_per_step_4": step4["ms_per_step"], "ms_per_step_32": step32["ms_per_step"],
         "cpu_ms_per_step_4": step4["cpu_ms_per_step"], "cpu_ms_per_step_32": step32["cpu_ms_per_step"],
         "trace_share_4": step4["trace_share"], "cpu_trace_share_4": step4["cpu_trace_share"],
-        "step_threads": numba.config.NUMBA_NUM_THREADS,
+        "step_threads": _numba_config.NUMBA_NUM_THREADS,
     }  # fmt: skip
     head = {"bench": "tracer", "resolution": args.resolution, "repeats": args.repeats}
     if len(records) == 1:
