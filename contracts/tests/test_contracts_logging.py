@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
 
 from navi_contracts import configure_logging
+from navi_contracts.logging import log_to_file
 
 
 @pytest.fixture(autouse=True)
@@ -42,3 +44,32 @@ def test_console_rendering_when_forced(capsys: pytest.CaptureFixture[str]) -> No
 def test_unknown_level_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown log level 'loud'"):
         configure_logging(level="loud")
+
+
+def test_log_to_file_keeps_the_events_of_the_block_as_json_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure_logging(level="info", production=False)
+    log = structlog.get_logger()
+    log.info("contracts.test.before")
+    path = tmp_path / "run" / "logs" / "events.jsonl"
+    with log_to_file(path):
+        log.info("contracts.test.inside", where=Path("/x"))
+        log.debug("contracts.test.filtered")
+    log.info("contracts.test.after")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["event"] for r in records] == ["contracts.test.inside"]
+    assert records[0]["where"] == "/x" and records[0]["level"] == "info" and "timestamp" in records[0]
+    assert "contracts.test.after" in capsys.readouterr().err  # the console still gets everything
+
+
+def test_log_to_file_works_without_configure_logging(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    with log_to_file(path):
+        structlog.get_logger().warning("contracts.test.unconfigured", n=1)
+    with log_to_file(path):  # appends, never truncates
+        structlog.get_logger().info("contracts.test.again")
+    assert [json.loads(line)["event"] for line in path.read_text().splitlines()] == [
+        "contracts.test.unconfigured",
+        "contracts.test.again",
+    ]

@@ -3,16 +3,87 @@
 Console rendering on a TTY, JSON lines otherwise (services under a supervisor, CI). Modules call
 ``structlog.get_logger()`` at import time and never bind there. ``cache_logger_on_first_use`` is
 enabled only when ``production=True`` because it breaks ``structlog.testing.capture_logs``.
+
+:func:`log_to_file` additionally copies every event, as a JSON line, into a file for as long as a
+block runs: a training run keeps its own log in ``artifacts/runs/<run_id>/logs/`` whatever the
+console shows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+import threading
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from typing import Any
 
 import structlog
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+class _FileTee:
+    """A processor that appends each event as one JSON line to every file registered with it."""
+
+    def __init__(self) -> None:
+        self._files: list[Any] = []
+        self._lock = threading.Lock()
+        self._render = structlog.processors.JSONRenderer(default=str, sort_keys=True)
+
+    def __call__(self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> Any:
+        if self._files:
+            record = dict(event_dict)
+            record.setdefault("level", method_name)
+            line = str(self._render(logger, method_name, record)) + "\n"
+            with self._lock:
+                for stream in self._files:
+                    stream.write(line)
+                    stream.flush()  # a crash must not lose the last events
+        return event_dict
+
+    def add(self, stream: Any) -> None:
+        with self._lock:
+            self._files.append(stream)
+
+    def remove(self, stream: Any) -> None:
+        with self._lock:
+            self._files.remove(stream)
+
+
+_TEE = _FileTee()
+
+
+def _ensure_tee() -> None:
+    """Put the tee just before the renderer of the current structlog configuration (once)."""
+    processors = list(structlog.get_config()["processors"])
+    if _TEE not in processors:
+        structlog.configure(processors=[*processors[:-1], _TEE, *processors[-1:]])
+
+
+@contextlib.contextmanager
+def log_to_file(path: Path) -> Iterator[Path]:
+    """Copy every log event of this process into ``path`` (JSON lines, appended) inside the block.
+
+    Works with or without :func:`configure_logging` (the tee is added to whatever configuration is
+    active). Each line is flushed as it is written. Loggers cached before a later reconfiguration
+    keep their processors, which is why :func:`configure_logging` installs the tee up front.
+
+    Args:
+        path: the log file; its folder is created.
+
+    Yields:
+        ``path``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _ensure_tee()
+    with path.open("a", encoding="utf-8") as stream:
+        _TEE.add(stream)
+        try:
+            yield path
+        finally:
+            _TEE.remove(stream)
 
 
 def configure_logging(level: str = "info", json: bool | None = None, production: bool = True) -> None:
@@ -36,6 +107,7 @@ def configure_logging(level: str = "info", json: bool | None = None, production:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
+            _TEE,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level.lower()]),

@@ -109,6 +109,10 @@ def test_checkpoint_is_bc_with_frozen_log_std_and_provenance(pretrained) -> None
     manifest = json.loads((result.checkpoint.parents[1] / "manifest.json").read_text())
     assert manifest["settings"]["bc"]["streams"] == 16 and "git_revision" in manifest
     assert len((result.checkpoint.parents[1] / "metrics.jsonl").read_text().splitlines()) == 20
+    log_lines = (result.checkpoint.parents[1] / "logs" / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line)["event"] for line in log_lines]
+    assert events[0] == "actor.bc.started" and events.count("actor.bc.epoch") == 20
+    assert events[-1] == "actor.bc.checkpoint_written"
 
 
 def test_windowed_evaluation_equals_step_by_step_acting(pretrained, demo_folder) -> None:

@@ -68,6 +68,8 @@ def test_run_writes_manifest_metrics_checkpoint_and_promotes(tmp_path: Path) -> 
     assert set(final.auxiliary) == {"rnd", "rnd_optimizer"}
     assert json.loads(final.settings_json)["train"]["total_steps"] == 64
     assert summary.reward_ema is not None and final.episode_count >= 4
+    events = [json.loads(line)["event"] for line in (summary.run_dir / "logs" / "events.jsonl").open()]
+    assert "actor.checkpoint.saved" in events and events[-1] == "actor.train.finished"
     assert [entry.version for entry in summary.promoted] == [1]
     assert load_checkpoint(ModelRegistry(tmp_path / "models").latest_path).step_id == 64
 

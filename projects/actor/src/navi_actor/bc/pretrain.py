@@ -106,29 +106,34 @@ def run_pretrain(
     run.write_manifest(
         settings, {"demonstrations": data.sources, "parent_checkpoint": str(parent) if parent else None}
     )
-    log.info(
-        "actor.bc.started", frames=len(train), holdout_frames=len(holdout), files=len(files), run=run.run_id
-    )
-    history = train_bc(policy, train, holdout, config, generator)
-    for epoch, nll in enumerate(history.train_nll):
-        run.append_metrics({
-            "epoch": epoch + 1, "losses/bc_nll": nll, "losses/bc_mse": history.train_mse[epoch],
-            "charts/bc_holdout_mse": history.holdout_mse[epoch] if history.holdout_mse else None,
-            "charts/bc_baseline_mse": history.baseline_mse,
-        })  # fmt: skip
-    step_id = loaded.step_id if loaded else 0
-    checkpoint = Checkpoint(
-        model={name: tensor.detach().cpu() for name, tensor in policy.state_dict().items()},
-        policy_config=policy.cfg,
-        step_id=step_id,
-        episode_count=loaded.episode_count if loaded else 0,
-        update_index=loaded.update_index if loaded else 0,
-        wall_time_hours=(loaded.wall_time_hours if loaded else 0.0) + history.seconds / 3600.0,
-        parent_checkpoint=str(parent.resolve()) if parent else None,
-        training_source="bc",
-        corpus_summary={"demonstrations": data.sources, "frames": len(data)},
-        settings_json=json.dumps(settings, sort_keys=True, default=str),
-    )
-    path = save_checkpoint(checkpoint, out or checkpoint_path(run.checkpoints, step_id))
-    log.info("actor.bc.checkpoint_written", path=str(path), holdout_mse=history.holdout_mse[-1:] or None)
-    return PretrainResult(path, history, len(train), len(holdout))
+    with run.capturing_logs():
+        log.info(
+            "actor.bc.started",
+            frames=len(train),
+            holdout_frames=len(holdout),
+            files=len(files),
+            run=run.run_id,
+        )
+        history = train_bc(policy, train, holdout, config, generator)
+        for epoch, nll in enumerate(history.train_nll):
+            run.append_metrics({
+                "epoch": epoch + 1, "losses/bc_nll": nll, "losses/bc_mse": history.train_mse[epoch],
+                "charts/bc_holdout_mse": history.holdout_mse[epoch] if history.holdout_mse else None,
+                "charts/bc_baseline_mse": history.baseline_mse,
+            })  # fmt: skip
+        step_id = loaded.step_id if loaded else 0
+        checkpoint = Checkpoint(
+            model={name: tensor.detach().cpu() for name, tensor in policy.state_dict().items()},
+            policy_config=policy.cfg,
+            step_id=step_id,
+            episode_count=loaded.episode_count if loaded else 0,
+            update_index=loaded.update_index if loaded else 0,
+            wall_time_hours=(loaded.wall_time_hours if loaded else 0.0) + history.seconds / 3600.0,
+            parent_checkpoint=str(parent.resolve()) if parent else None,
+            training_source="bc",
+            corpus_summary={"demonstrations": data.sources, "frames": len(data)},
+            settings_json=json.dumps(settings, sort_keys=True, default=str),
+        )
+        path = save_checkpoint(checkpoint, out or checkpoint_path(run.checkpoints, step_id))
+        log.info("actor.bc.checkpoint_written", path=str(path), holdout_mse=history.holdout_mse[-1:] or None)
+        return PretrainResult(path, history, len(train), len(holdout))

@@ -223,8 +223,13 @@ class DistributedTrainer:
     def run_training(self) -> DistributedSummary:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
 
-        The workers stay up afterwards (a caller may train again); :meth:`close` stops them.
+        The workers stay up afterwards (a caller may train again); :meth:`close` stops them. Every
+        log event of the run is also kept in the run folder's ``logs/events.jsonl``.
         """
+        with self.run.capturing_logs():
+            return self._train()
+
+    def _train(self) -> DistributedSummary:
         total, max_minutes = self.settings.train.total_steps, self.settings.train.max_minutes
         clock, lap = Stopwatch(), Stopwatch()
         steps, updates, interrupted = 0, 0, False

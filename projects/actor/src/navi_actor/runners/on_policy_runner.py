@@ -133,7 +133,14 @@ class OnPolicyRunner:
             self.telemetry.heartbeat(self.counters.step_id)
 
     def run_training(self) -> TrainSummary:
-        """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint."""
+        """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
+
+        Every log event of the run is also kept in the run folder's ``logs/events.jsonl``.
+        """
+        with self.run.capturing_logs():
+            return self._train()
+
+    def _train(self) -> TrainSummary:
         total, max_minutes = self.settings.train.total_steps, self.settings.train.max_minutes
         clock, lap = Stopwatch(), Stopwatch()
         steps, updates, interrupted = 0, 0, False

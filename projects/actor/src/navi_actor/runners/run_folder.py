@@ -1,7 +1,8 @@
-"""A training run's folder: ``artifacts/runs/<run_id>/{manifest.json, metrics.jsonl, checkpoints/}``.
+"""A training run's folder: ``artifacts/runs/<run_id>/{manifest.json, metrics.jsonl, checkpoints/, logs/}``.
 
 The manifest records what produced the run (resolved settings, package versions, git revision) so
-every checkpoint and metric line can be traced back to code and configuration.
+every checkpoint and metric line can be traced back to code and configuration; ``logs/events.jsonl``
+keeps every log event of the run (warnings, checkpoints, promotions, interruptions) next to them.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import math
 import platform
 import secrets
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from navi_contracts.atomic import atomic_write_json
+from navi_contracts.logging import log_to_file
 from navi_contracts.paths import repo_root
 
 _PACKAGES = ("navi-actor", "navi-contracts", "navi-environment", "torch", "numpy", "pydantic")
@@ -71,7 +75,15 @@ class RunFolder:
         self.path = runs_root / run_id
         self.checkpoints = self.path / "checkpoints"
         self.metrics_path = self.path / "metrics.jsonl"
+        self.logs = self.path / "logs"
         self.checkpoints.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(exist_ok=True)
+
+    @contextmanager
+    def capturing_logs(self) -> Iterator[Path]:
+        """Copy every log event emitted inside the block to ``logs/events.jsonl`` (JSON lines)."""
+        with log_to_file(self.logs / "events.jsonl") as path:
+            yield path
 
     def write_manifest(self, settings: dict[str, Any], extra: dict[str, Any]) -> Path:
         """Record the resolved settings, versions, git revision and ``extra`` facts (device, resume...)."""
