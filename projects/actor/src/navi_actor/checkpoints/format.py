@@ -130,7 +130,7 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> Che
     try:
         return Checkpoint(
             model=payload["model"],
-            policy_config=PolicyConfig.model_validate_json(payload["policy_config"]),
+            policy_config=stored_policy_config(payload["policy_config"]),
             step_id=int(payload["step_id"]),
             episode_count=int(payload["episode_count"]),
             update_index=int(payload["update_index"]),
@@ -147,3 +147,16 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> Che
         )
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"checkpoint {path} is incomplete or malformed: {error!r}") from error
+
+
+def stored_policy_config(text: str) -> PolicyConfig:
+    """The policy config saved in a checkpoint, as the policy that was trained with it behaves.
+
+    Checkpoints written before ``input_transform`` existed fed raw observations to the encoder:
+    they read as ``none`` (not the new default), so a resumed or evaluated policy computes exactly
+    the function it was trained as.
+    """
+    values = json.loads(text)
+    if isinstance(values, dict):
+        values.setdefault("input_transform", "none")
+    return PolicyConfig.model_validate(values)

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from navi_actor.models.observation_scaling import InputTransform
+
 EncoderBackend = Literal["rayvit", "spherical_cnn"]
 TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
 ENCODER_BACKENDS: tuple[str, ...] = ("rayvit", "spherical_cnn")
@@ -37,6 +39,10 @@ class PolicyConfig(BaseModel):
     embed_dim: int = Field(default=128, gt=0, description="Width of the encoder embedding and core.")
     action_dim: int = Field(default=4, gt=0, description="Action size: forward, vertical, lateral, yaw.")
     in_channels: int = Field(default=3, gt=0, description="Observation channels: depth, semantic, valid.")
+    input_transform: InputTransform = Field(
+        default="log_depth",
+        description="Fixed input scaling: log_depth (log depth, semantic/8) or none (raw observation).",
+    )
     azimuth: int = Field(default=256, gt=0, description="Azimuth bins of the observation.")
     elevation: int = Field(default=48, gt=0, description="Elevation bins of the observation.")
     init_log_std: float = Field(default=-0.5, description="Initial log standard deviation of actions.")

@@ -17,6 +17,7 @@ from navi_actor.models.config import PolicyConfig
 from navi_actor.models.cores import build_core
 from navi_actor.models.encoders import build_encoder
 from navi_actor.models.heads import GaussianActorHead, ValueHead, gaussian_entropy, gaussian_log_prob
+from navi_actor.models.observation_scaling import scale_observation
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class NaviPolicy(nn.Module):
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         """Encode observations ``[B, C, Az, El]`` into embeddings ``[B, embed_dim]``."""
         self._check_obs(obs, 1)
-        return self.encoder(obs)
+        return self.encoder(scale_observation(obs, self.cfg.input_transform))
 
     @torch.no_grad()
     def act(
@@ -144,7 +145,8 @@ class NaviPolicy(nn.Module):
         self._check_shape("state0", state0, (B, self.state_size))
         self._check_shape("episode_starts", episode_starts, (T, B))
         episode_starts = episode_starts.bool()
-        embedding = self.encoder(obs.flatten(0, 1)).unflatten(0, (T, B))  # [T*B, D] -> [T, B, D]
+        scaled = scale_observation(obs.flatten(0, 1), self.cfg.input_transform)
+        embedding = self.encoder(scaled).unflatten(0, (T, B))  # [T*B, D] -> [T, B, D]
         features, final_state = self.core.sequence(embedding, state0, episode_starts)
         mean, log_std = self.actor(features)
         return SequenceEval(

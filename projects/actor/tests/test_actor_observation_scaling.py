@@ -1,0 +1,59 @@
+"""Input scaling: known values, identity for ``none``, and old checkpoints keep raw inputs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+from navi_actor.checkpoints.format import stored_policy_config
+from navi_actor.models import NaviPolicy, PolicyConfig
+from navi_actor.models.observation_scaling import scale_observation
+
+
+def observation(depth_m: float, semantic: float, valid: float = 1.0, horizon: float = 30.0) -> torch.Tensor:
+    obs = torch.empty(2, 3, 16, 8)
+    obs[:, 0], obs[:, 1], obs[:, 2] = depth_m / horizon, semantic, valid
+    return obs
+
+
+def test_log_depth_spreads_the_near_range_and_scales_semantic_ids() -> None:
+    scaled = {
+        d: float(scale_observation(observation(d, 8.0), "log_depth")[0, 0, 0, 0]) for d in (0.3, 1, 3, 30)
+    }
+    assert math.isclose(scaled[30], 1.0, abs_tol=1e-6)
+    assert math.isclose(scaled[1], 1 + math.log(1 / 30) / -math.log(1e-3), rel_tol=1e-5)
+    assert scaled[0.3] < scaled[1] < scaled[3] < scaled[30]
+    assert scaled[3] - scaled[1] > 2 * (3 - 1) / 30  # near-range differences are amplified
+    out = scale_observation(observation(1.0, 8.0, valid=1.0), "log_depth")
+    assert torch.all(out[:, 1] == 1.0) and torch.all(out[:, 2] == 1.0)
+    assert torch.all(scale_observation(observation(0.0, 0.0), "log_depth")[:, 0] == 0.0)  # clamped, finite
+
+
+def test_none_is_the_identity() -> None:
+    obs = observation(2.0, 3.0)
+    assert scale_observation(obs, "none") is obs
+
+
+def test_acting_and_sequence_evaluation_see_the_same_scaled_input() -> None:
+    cfg = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, patch_size=8, embed_dim=32, vit_dim=32)
+    policy = NaviPolicy(cfg)
+    assert cfg.input_transform == "log_depth"
+    obs = observation(1.5, 2.0)
+    state = policy.initial_state(2)
+    starts = torch.ones(2, dtype=torch.bool)
+    acted = policy.act(obs, state, starts, deterministic=True)
+    seq = policy.evaluate_sequences(obs[None], acted.action[None], state, starts[None])
+    assert torch.allclose(seq.action_mean[0], acted.action_mean, atol=1e-6)
+    raw = NaviPolicy(cfg.model_copy(update={"input_transform": "none"}))
+    raw.load_state_dict(policy.state_dict())
+    assert not torch.allclose(raw.encode(obs), policy.encode(obs))
+
+
+def test_checkpoint_configs_without_the_field_read_as_raw_inputs() -> None:
+    old = json.loads(PolicyConfig(temporal_core="gru").model_dump_json())
+    del old["input_transform"]
+    assert stored_policy_config(json.dumps(old)).input_transform == "none"
+    current = PolicyConfig(temporal_core="gru").model_dump_json()
+    assert stored_policy_config(current).input_transform == "log_depth"
