@@ -114,7 +114,7 @@ class RewardSettings(BaseModel):
 
     model_config = _FROZEN
 
-    exploration: float = Field(default=1.0, description="Weight: new visit cells, new headings, frontier.")
+    exploration: float = Field(default=2.0, description="Weight: new visit cells, new headings, frontier.")
     progress: float = Field(default=0.5, description="Weight: new farthest distance from spawn, m.")
     clearance_delta: float = Field(default=0.2, description="Weight: change of nearest-surface distance.")
     starvation: float = Field(default=1.0, description="Weight: share of rays that see nothing (penalty).")
@@ -123,7 +123,7 @@ class RewardSettings(BaseModel):
     forward_structure: float = Field(default=0.1, description="Weight: structure visible ahead.")
     inspection: float = Field(default=0.2, description="Weight: close surfaces seen from a new heading.")
     collision: float = Field(default=1.0, description="Weight: impact penalty, grows with impact speed.")
-    visit_cell_m: float = Field(default=2.0, gt=0.0, description="Edge of an exploration visit cell.")
+    visit_cell_m: float = Field(default=1.0, gt=0.0, description="Edge of an exploration visit cell.")
     heading_bins: int = Field(default=8, ge=1, le=64, description="Heading sectors per visit cell.")
     min_clearance_m: float = Field(default=0.5, ge=0.0, description="Exploration gate: reward only if clear.")
     proximity_m: float = Field(default=1.0, gt=0.0, description="Proximity penalty starts below this.")
