@@ -80,8 +80,8 @@ _MARCHING, _HIT, _MISS, _IDLE = I(0), I(1), I(2), I(3)
 _DX, _DY, _DZ, _IX, _IY, _IZ, _T, _TP, _DP, _DC = range(10)
 _SF_ROWS = 10
 # rows of the int slot state [_SI_ROWS, SLOTS]
-_ST, _ID, _NS, _CELL, _BASE, _P0, _P1, _P2, _P3, _DONE = range(10)
-_SI_ROWS = 10
+_ST, _ID, _NS, _CELL, _BASE, _P0, _P1, _P2, _P3, _DONE, _FLAG = range(11)
+_SI_ROWS = 11
 # rows of the per-ray float arrays [_RF_ROWS, JOB_RAYS]: rotated dirs, inverse dirs, t after the
 # shared first step, result t
 _T0, _TR = 6, 7
@@ -203,15 +203,17 @@ def _lerp_pair(p, w):  # type: ignore[no-untyped-def]
 
 @_jit(**_VECTOR)
 def _advance(  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    m, ox, oy, oz, res, res_in, eps, min_step, t_max,
-    dxs, dys, dzs, ixs, iys, izs, ts, tps, dps, coarse, status, steps, bases, p00, p01, p10, p11,
+    m, ox, oy, oz, res, res_in, eps, min_step, t_max, max_steps,
+    dxs, dys, dzs, ixs, iys, izs, ts, tps, dps, coarse, status, steps, bases, p00, p01, p10, p11, finished,
 ):  # fmt: skip
     """Interpolate each marching slot's distance and apply the hit rules (one march iteration).
 
     Slots that are not marching keep their state. ``status`` becomes HIT (sample below ``eps``
     within ``t_max``; ``t`` moved to the interpolated zero crossing when the sample is past the
-    surface) or MISS (outside the cube or past ``t_max``).
+    surface) or MISS (outside the cube or past ``t_max``). ``finished`` flags (1) the slots to
+    retire: hit, missed, or out of iterations. Returns the number of slots still marching.
     """
+    marching_left = _I0
     for i in range(m):
         t = ts[i]
         dx, dy, dz = dxs[i], dys[i], dzs[i]
@@ -249,8 +251,15 @@ def _advance(  # type: ignore[no-untyped-def]  # noqa: PLR0917
         ts[i] = t_next if moves else (t_hit if (marching and inside and at_surface) else t)
         tps[i] = t if moves else tp
         dps[i] = d if moves else dp
-        status[i] = new if marching else old
-        steps[i] = I(steps[i] + _I1)
+        final = new if marching else old
+        status[i] = final
+        n_steps = I(steps[i] + _I1)
+        steps[i] = n_steps
+        still = (final == _MARCHING) & (n_steps < max_steps)
+        out_of_steps = (final == _MARCHING) & (n_steps >= max_steps)
+        finished[i] = _I1 if (final == _HIT) | (final == _MISS) | out_of_steps else _I0
+        marching_left = I(marching_left + (_I1 if still else _I0))
+    return marching_left
 
 
 @_jit(**_SCALAR, forceinline=True)
@@ -276,26 +285,21 @@ def _start_ray(sf, si, rf, ri, slot, k, ns0, dp0):  # type: ignore[no-untyped-de
 
 
 @_jit(**_SCALAR)
-def _retire_and_refill(m, n, nxt, sf, si, rf, ri, ns0, dp0, max_steps):  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    """Record finished slots (t, hit) and load the job's next rays into them.
+def _retire_and_refill(m, n, nxt, marching, sf, si, rf, ri, ns0, dp0):  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    """Record the flagged slots' results (t, hit) and load the job's next rays into them.
 
     A slot out of iterations while still creeping along a surface (last sample < 1 voxel) is a
-    hit, as in the scalar kernel. Why two loops: the first lists the finished slots without a
+    hit, as in the scalar kernel. Why two loops: the first lists the flagged slots without a
     branch per slot (a finished slot is an unpredictable event, ~1 in 6 per iteration), the
     second serves only those. Returns ``(next ray, marching slots)``.
     """
-    finished = si[_DONE]
+    flags, listed = si[_FLAG], si[_DONE]
     count = 0
-    marching = 0
     for i in range(m):
-        st = si[_ST, i]
-        has_steps = si[_NS, i] < max_steps
-        done = (st == _HIT) | (st == _MISS) | ((st == _MARCHING) & (si[_NS, i] >= max_steps))
-        finished[count] = i
-        count += 1 if done else 0
-        marching += 1 if (st == _MARCHING) & has_steps else 0
+        listed[count] = i
+        count += flags[i]
     for j in range(count):
-        i = finished[j]
+        i = listed[j]
         k = si[_ID, i]
         st = si[_ST, i]
         rf[_TR, k] = sf[_T, i]
@@ -349,12 +353,12 @@ def _march_job(  # type: ignore[no-untyped-def]  # noqa: PLR0917
             sf[_DC], brick_index, coarse_dist,
         )  # fmt: skip
         _gather_corners(m, si[_BASE], bricks_sdf, si[_P0], si[_P1], si[_P2], si[_P3])
-        _advance(
-            m, ox, oy, oz, resf, res_in, F(eps), F(min_step), t_max,
+        marching = _advance(
+            m, ox, oy, oz, resf, res_in, F(eps), F(min_step), t_max, I(max_steps),
             sf[_DX], sf[_DY], sf[_DZ], sf[_IX], sf[_IY], sf[_IZ], sf[_T], sf[_TP], sf[_DP], sf[_DC],
-            si[_ST], si[_NS], si[_BASE], si[_P0], si[_P1], si[_P2], si[_P3],
+            si[_ST], si[_NS], si[_BASE], si[_P0], si[_P1], si[_P2], si[_P3], si[_FLAG],
         )  # fmt: skip
-        nxt, marching = _retire_and_refill(m, n, nxt, sf, si, rf, ri, ns0, dp0, max_steps)
+        nxt, marching = _retire_and_refill(m, n, nxt, marching, sf, si, rf, ri, ns0, dp0)
         if nxt >= n and 2 * marching < m:
             m = _compact(m, sf, si)
 
