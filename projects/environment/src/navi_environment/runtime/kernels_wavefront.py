@@ -38,7 +38,7 @@ from numba.core import cpu, types
 from numba.core.options import TargetOptions
 from numba.extending import intrinsic
 
-from navi_environment.runtime.kernels import PACKET, _sample_vox, _semantic_at
+from navi_environment.runtime.kernels import PACKET, _sample_vox
 from navi_environment.runtime.scene import BRICK_QUANTA
 
 
@@ -86,9 +86,10 @@ _SI_ROWS = 11
 # shared first step, result t
 _T0, _TR = 6, 7
 _RF_ROWS = 8
-# rows of the per-ray int arrays [_RI_ROWS, JOB_RAYS]: status after the shared step, hit flag
-_ST0, _HITR = 0, 1
-_RI_ROWS = 2
+# rows of the per-ray int arrays [_RI_ROWS, JOB_RAYS]: status after the shared step, hit flag,
+# semantic id of a hit in a brick (-1: look up the coarse cell), the hit's coarse cell
+_ST0, _HITR, _SEM, _HIT_CELL = 0, 1, 2, 3
+_RI_ROWS = 4
 
 
 @_jit(**_VECTOR)
@@ -363,26 +364,45 @@ def _march_job(  # type: ignore[no-untyped-def]  # noqa: PLR0917
             m = _compact(m, sf, si)
 
 
+@_jit(**_VECTOR)
+def _hit_semantics(  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    n, ox, oy, oz, res_in, C, coff, dxs, dys, dzs, ts, hits, sems, cells, brick_index, bricks_sem
+):
+    """Semantic id of the voxel at each hit point (0 for misses, -1 where the coarse cell decides).
+
+    Why a vector pass: the semantic pool is not touched while marching, so every lookup misses
+    the cache; gathering 16 at a time overlaps those misses. The brick sample is the low half of
+    an unaligned pair load (its index is at most ``1000 * brick + 888``: the pair stays inside).
+    """
+    for k in range(n):
+        t = ts[k]
+        ix = I(min(max(ox + t * dxs[k], _F0), res_in))
+        iy = I(min(max(oy + t * dys[k], _F0), res_in))
+        iz = I(min(max(oz + t * dzs[k], _F0), res_in))
+        cell = I(coff + I(I(I(I(ix >> _I3) * C) + I(iy >> _I3)) * C) + I(iz >> _I3)) & _POSITIVE
+        hit = hits[k] != _I0
+        b = brick_index[np.uint32(cell if hit else _I0)]
+        local = I(I(I(ix & I(7)) + _I1) * _I100) + I(I(I(iy & I(7)) + _I1) * _I10) + I(iz & I(7)) + _I1
+        index = I(I(b * _I1000) + local) if hit & (b >= _I0) else _I0
+        sem = I(_load_pair(bricks_sem, index)) & I(0xFFFF)
+        sems[k] = (sem if b >= _I0 else I(-1)) if hit else _I0
+        cells[k] = cell
+
+
 @_jit(**_SCALAR)
 def _finish_job(  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    b, r_lo, n, o, res, C, coff, voxel, horizon, rf, ri, out, out_copy, stats,
-    coarse_sem, brick_index, bricks_sem,
+    b, r_lo, n, voxel, horizon, rf, ri, out, out_copy, stats, coarse_sem,
 ):  # fmt: skip
     """Write the job's observation rows (depth/horizon, semantic, valid) and per-packet stats."""
     inv_h = 1.0 / horizon
-    res_in = res - 1e-3
     for p_lo in range(0, n, PACKET):
         nearest = 1.0
         hits = 0
         for k in range(p_lo, min(n, p_lo + PACKET)):
             depth, sem, valid = 1.0, 0.0, 0.0
             if ri[_HITR, k]:
-                t = rf[_TR, k]
-                ux = min(max(o[0] + t * rf[_DX, k], 0.0), res_in)
-                uy = min(max(o[1] + t * rf[_DY, k], 0.0), res_in)
-                uz = min(max(o[2] + t * rf[_DZ, k], 0.0), res_in)
-                depth = min(t * voxel * inv_h, 1.0)
-                sem = float(_semantic_at(ux, uy, uz, C, coff, coarse_sem, brick_index, bricks_sem))
+                depth = min(rf[_TR, k] * voxel * inv_h, 1.0)
+                sem = float(ri[_SEM, k]) if ri[_SEM, k] >= 0 else float(coarse_sem[ri[_HIT_CELL, k]])
                 valid = 1.0
                 hits += 1
             nearest = min(nearest, depth)
@@ -421,10 +441,11 @@ def _trace_job(  # type: ignore[no-untyped-def]  # noqa: PLR0917
         res, C, coff, inv_voxel, coarse_dist, brick_index, bricks_sdf,
         eps_vox, min_step_vox, max_steps, sf, si, rf, ri,
     )  # fmt: skip
-    _finish_job(
-        b, r_lo, n, o, res, C, coff, voxel, horizon, rf, ri, out, out_copy, stats,
-        coarse_sem, brick_index, bricks_sem,
+    _hit_semantics(
+        n, F(o[0]), F(o[1]), F(o[2]), F(res - 1e-3), I(C), I(coff), rf[_DX], rf[_DY], rf[_DZ], rf[_TR],
+        ri[_HITR], ri[_SEM], ri[_HIT_CELL], brick_index, bricks_sem,
     )  # fmt: skip
+    _finish_job(b, r_lo, n, voxel, horizon, rf, ri, out, out_copy, stats, coarse_sem)
 
 
 @njit(parallel=True, cache=True, fastmath=_FAST)
