@@ -2,7 +2,9 @@
 
 Prints ONE JSON line. The default corpus (built first if missing; or ``--corpus``) is split by scene:
 the last ``--holdout`` fraction (at least one scene) is held out. The default trainer trains on the
-rest for ``--minutes`` of wall-clock time, then the learned policy (deterministic), a uniform random
+rest for ``--minutes`` of wall-clock time, then the learned policy (deterministic: the Gaussian mean;
+the targets are judged on it), the same policy sampling its actions (``learned_sampled``, as it acts
+in training; reported for information), a uniform random
 policy and a reactive heuristic (turn towards the most open azimuth, fly forward when clear) are
 evaluated on the held-out scenes with the same seed, for ``--episodes`` episodes truncated at
 ``--episode-steps`` steps. Reported: mean return, collision rate (per drone-step), coverage.
@@ -86,13 +88,14 @@ def main(
     )
     summary = runner.run_training()
     results = {}
-    for name, policy in (
-        ("learned", runner.policy),
-        ("random", RandomPolicy()),
-        ("heuristic", ReactiveHeuristic()),
+    for name, policy, deterministic in (
+        ("learned", runner.policy, True),
+        ("learned_sampled", runner.policy, False),
+        ("random", RandomPolicy(), True),
+        ("heuristic", ReactiveHeuristic(), True),
     ):
         env = backend(eval_scenes, settings.rollout.num_actors, episode_steps)
-        report = evaluate_policy(policy, env, episodes, deterministic=True, seed=seed + 1000)  # type: ignore[arg-type]
+        report = evaluate_policy(policy, env, episodes, deterministic=deterministic, seed=seed + 1000)  # type: ignore[arg-type]
         results[name] = {
             "mean_return": round(report.mean_return, 4),
             "collision_rate": round(report.collision_rate, 5),
@@ -107,6 +110,7 @@ def main(
                 "train_minutes": minutes,
                 "train_steps": summary.steps_this_run,
                 "train_steps_per_second": round(summary.steps_per_second, 2),
+                "checkpoint": str(summary.final_checkpoint),
                 "train_scenes": len(train_scenes),
                 "heldout_scenes": len(eval_scenes),
                 "episodes": episodes,
