@@ -26,6 +26,12 @@ def atlas() -> SceneAtlas:
     return pack_scenes([room_scene(SPEC, 64), room_scene(SPEC, 128)])
 
 
+def _wavefront(*args):  # type: ignore[no-untyped-def]
+    """The wavefront kernel with the scalar kernel's arguments (jobs sized as the Tracer does)."""
+    B, R = args[0].shape[0], args[3].shape[0]
+    kernels_wavefront.trace_sensor(*args, kernels_wavefront.job_rays(B, R, numba.get_num_threads()))
+
+
 def _run(kernel, atlas: SceneAtlas, pos, yaw, ids, dirs, max_steps: int = 192):  # type: ignore[no-untyped-def]  # noqa: PLR0917
     B, R = len(pos), len(dirs)
     out = np.full((B, 3, R), -7.0, dtype=np.float32)
@@ -62,7 +68,7 @@ def test_wavefront_matches_scalar_kernel(atlas: SceneAtlas, az: int, el: int) ->
     ids = np.arange(len(pos)) % 2
     dirs = sensor_directions(az, el)
     ref, _, _ = _run(kernels.trace_sensor, atlas, pos, yaw, ids, dirs)
-    out, copy, stats = _run(kernels_wavefront.trace_sensor, atlas, pos, yaw, ids, dirs)
+    out, copy, stats = _run(_wavefront, atlas, pos, yaw, ids, dirs)
     _assert_same(ref, out, atlas.scenes[1].voxel_size)
     assert np.array_equal(out, copy)
     # stats are per-packet reductions of the written observation
@@ -82,7 +88,7 @@ def test_wavefront_edge_origins_and_iteration_limit(atlas: SceneAtlas) -> None:
     dirs = sensor_directions(48, 12)
     for max_steps in (192, 8):
         ref, _, _ = _run(kernels.trace_sensor, atlas, pos, yaw, ids, dirs, max_steps)
-        out, _, _ = _run(kernels_wavefront.trace_sensor, atlas, pos, yaw, ids, dirs, max_steps)
+        out, _, _ = _run(_wavefront, atlas, pos, yaw, ids, dirs, max_steps)
         _assert_same(ref, out, atlas.scenes[1].voxel_size)
     assert out[0, 2].max() == 0.0  # outside the cube: every ray misses
     assert out[1, 2].min() == 1.0 and out[1, 0].max() == 0.0  # inside a pillar: hits at distance 0
@@ -96,11 +102,30 @@ def test_wavefront_many_drones_threads(atlas: SceneAtlas) -> None:
     threads = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one, _, _ = _run(kernels_wavefront.trace_sensor, atlas, pos, yaw, ids, dirs)
+        one, _, _ = _run(_wavefront, atlas, pos, yaw, ids, dirs)
     finally:
         numba.set_num_threads(threads)
-    many, _, _ = _run(kernels_wavefront.trace_sensor, atlas, pos, yaw, ids, dirs)
+    many, _, _ = _run(_wavefront, atlas, pos, yaw, ids, dirs)
     assert np.array_equal(one, many)
+
+
+@pytest.mark.parametrize("rays_per_job", [16, 48, 1000, 4096])
+def test_wavefront_job_size_does_not_change_answers(atlas: SceneAtlas, rays_per_job: int) -> None:
+    """Rays are independent: any split into jobs (and slot refill order) gives identical output."""
+    pos, yaw = _poses(2, seed=9)
+    dirs = sensor_directions(40, 20)
+    ids = np.array([1, 0])
+    whole, _, whole_stats = _run(
+        lambda *a: kernels_wavefront.trace_sensor(*a, len(dirs)), atlas, pos, yaw, ids, dirs
+    )
+    split, _, split_stats = _run(
+        lambda *a: kernels_wavefront.trace_sensor(*a, rays_per_job), atlas, pos, yaw, ids, dirs
+    )
+    assert np.array_equal(whole, split)
+    assert np.array_equal(whole_stats, split_stats)
+    assert kernels_wavefront.job_rays(1, 12288, 2) == 3072  # 2 threads x 2 jobs for one drone
+    assert kernels_wavefront.job_rays(4, 12288, 2) == 12288  # one job per drone suffices
+    assert kernels_wavefront.job_rays(3, 100, 8) % kernels.PACKET == 0
 
 
 def test_vector_passes_compile_to_gathers() -> None:

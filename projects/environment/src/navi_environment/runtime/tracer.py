@@ -134,7 +134,7 @@ class Tracer:
             _trace_sensor_kernel(
                 origins.numpy(), yaw.numpy(), scene_ids.numpy(), self._dirs_np, self.horizon,
                 out.numpy().reshape(B, 3, -1), second.numpy().reshape(B, 3, -1), self._stats.numpy(),
-                *self._atlas_args, *self.rules,
+                *self._atlas_args, *self.rules, kernels_wavefront.job_rays(B, R, numba.get_num_threads()),
             )  # fmt: skip
             return self._stats[:, :, 0].amin(dim=1), self._stats[:, :, 1].sum(dim=1) / R
         c, s = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
