@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 
-from navi_environment.runtime import kernels, kernels_wavefront
+from navi_environment.runtime import kernels, kernels_simd, kernels_wavefront
 from navi_environment.runtime.analytic import RoomSpec, room_distance, room_scene
 from navi_environment.runtime.atlas import SceneAtlas, pack_scenes
 from navi_environment.runtime.tracer import sensor_directions
@@ -132,9 +132,9 @@ def test_vector_passes_compile_to_gathers() -> None:
     """Guard the speed: without numba's noalias flag LLVM silently falls back to scalar loops."""
     if not {"avx2", "avx512f"} & set(numba.config.CPU_FEATURES or _host_features()):
         pytest.skip("host CPU has no vector gathers (needs AVX2 or AVX-512)")
-    fresh = numba.njit(
-        fastmath=kernels_wavefront._FAST, boundscheck=False, error_model="numpy", no_alias=True
-    )(kernels_wavefront._gather_corners.py_func)
+    fresh = numba.njit(fastmath=kernels_simd._FAST, boundscheck=False, error_model="numpy", no_alias=True)(
+        kernels_simd._gather_corners.py_func
+    )
     m = np.int64(64)
     words = np.zeros(2000, dtype=np.int32)
     rows = [np.zeros(64, dtype=np.int32) for _ in range(5)]
