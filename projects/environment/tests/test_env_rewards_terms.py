@@ -65,11 +65,11 @@ def test_exploration_pays_new_cells_and_headings_once_and_is_gated_by_clearance(
     rewards = fresh()
     obs = obs_with(20.0)  # open: frontier = 1
     first = term(rewards.compute(inputs(obs))[1], "exploration")
-    assert math.isclose(float(first), 1.0 + 0.25 + 0.25, rel_tol=1e-6)
+    assert math.isclose(float(first), 1.0 + 0.25 + 0.05, rel_tol=1e-6)
     same = term(rewards.compute(inputs(obs))[1], "exploration")
     assert float(same) == 0.0  # hovering earns nothing, however open the view
     turned = term(rewards.compute(inputs(obs, yaw=torch.tensor([math.pi])))[1], "exploration")
-    assert math.isclose(float(turned), 0.25, rel_tol=1e-6)
+    assert math.isclose(float(turned), 0.05, rel_tol=1e-6)
     assert float(term(rewards.compute(inputs(obs, yaw=torch.tensor([math.pi])))[1], "exploration")) == 0.0
     moved = term(rewards.compute(inputs(obs, position=torch.tensor([[10.0, 0.0, 0.0]])))[1], "exploration")
     assert float(moved) > 1.0
@@ -118,6 +118,20 @@ def test_structure_band_pays_a_new_cell_in_the_band(nearest: float, expected: fl
     assert float(term(rewards.compute(inputs(obs_with(nearest)))[1], "structure_band")) == 0.0  # same cell
 
 
+def test_a_full_turn_is_worth_less_than_entering_one_new_cell() -> None:
+    """With default weights, collecting every heading sector of a cell pays less than one new cell."""
+    rewards = fresh(RewardSettings())
+    obs = obs_with(20.0)
+    obs[0, 0, 0, :] = 2.0 / H  # close structure ahead: inspection and forward structure pay too
+    entered = float(term(rewards.compute(inputs(obs, yaw=torch.tensor([0.2])))[1], "exploration"))
+    turned = sum(
+        float(rewards.compute(inputs(obs, yaw=torch.tensor([(k + 0.5) * 2 * math.pi / 8])))[0])
+        - float(rewards.compute(inputs(obs, yaw=torch.tensor([(k + 0.5) * 2 * math.pi / 8])))[0])
+        for k in range(1, 8)
+    )
+    assert 0.0 < turned < 0.6 * entered  # and a full turn takes ~21 steps at the top yaw rate
+
+
 def test_no_positive_reward_for_hovering_or_circling_in_one_cell() -> None:
     """The exploit PPO found: circle in a spot with a good view and farm per-step bonuses."""
     rewards = fresh(unit_weights(proximity=0.0, starvation=0.0, clearance_delta=0.0))
@@ -125,9 +139,7 @@ def test_no_positive_reward_for_hovering_or_circling_in_one_cell() -> None:
     obs[0, 0, 0, :2] = 2.0 / H  # structure ahead inside the band, open frontier beside it
     for turn in range(8):  # one lap: every heading sector of the cell once
         rewards.compute(inputs(obs, yaw=torch.tensor([(turn + 0.5) * 2 * math.pi / 8])))
-    later = [
-        float(rewards.compute(inputs(obs, yaw=torch.tensor([k * 0.3])))[0]) for k in range(100)
-    ]
+    later = [float(rewards.compute(inputs(obs, yaw=torch.tensor([k * 0.3])))[0]) for k in range(100)]
     assert max(later) == 0.0
 
 

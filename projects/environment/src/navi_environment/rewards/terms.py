@@ -7,7 +7,7 @@ the reward exactly.
 
 Terms (unweighted forms):
 
-* exploration: ``gate * (new_cell * (1 + 0.25 * frontier) + 0.25 * new_heading)``; new visit cell
+* exploration: ``gate * (new_cell * (1 + 0.25 * frontier) + 0.05 * new_heading)``; new visit cell
   (edge ``visit_cell_m``), new heading sector inside the cell, frontier = share of the forward cone
   that is open (farther than half the horizon or empty); ``gate`` = clearance >= min_clearance_m.
 * progress: gain of the farthest distance from the spawn (metres), scaled by
@@ -26,7 +26,10 @@ Every positive term pays for *novelty* (a new cell, a new heading in a cell, a n
 distance) and the penalties are dense. A drone that hovers or circles therefore earns nothing but
 penalties: an earlier version paid the frontier, the structure band and forward structure on every
 step, and PPO learned to circle in a spot with a good view and collect them (about +400 per
-2,000-step episode over 3 visit cells), instead of exploring.
+2,000-step episode over 3 visit cells), instead of exploring. Turning pays too, once per heading
+sector of a cell (heading novelty, inspection, forward structure), so those rewards are kept small
+next to entering a cell: with heading novelty at 0.25 and inspection at 0.2, a full turn was worth
+more than two new cells, and PPO learned to circle slowly through the rooms collecting sectors.
 
 Visit memory is a per-drone hashed table (``VISIT_SLOTS`` cells): hash collisions can only make a
 cell look visited early, never pay twice for one cell.
@@ -52,6 +55,8 @@ REWARD_TERMS = (
     "collision",
 )
 VISIT_SLOTS = 4096
+HEADING_NOVELTY = 0.05
+"""Exploration paid per new heading sector of a cell, next to 1 for the cell itself."""
 _HASH = (73856093, 19349663, 83492791)
 
 
@@ -127,7 +132,7 @@ class Rewards:
         new_cell, new_heading = self._visit(inputs.position, inputs.yaw)
         frontier = (ahead_m >= 0.5 * inputs.horizon).float().mean(dim=1)
         gate = (clearance >= s.min_clearance_m).float()
-        exploration = gate * (new_cell * (1.0 + 0.25 * frontier) + 0.25 * new_heading)
+        exploration = gate * (new_cell * (1.0 + 0.25 * frontier) + HEADING_NOVELTY * new_heading)
         distance = (inputs.position - inputs.spawn).norm(dim=1)
         gain = (distance - self.best_distance).clamp(min=0.0)
         self.best_distance = torch.maximum(self.best_distance, distance)
