@@ -31,6 +31,13 @@ def test_log_depth_spreads_the_near_range_and_scales_semantic_ids() -> None:
     assert torch.all(scale_observation(observation(0.0, 0.0), "log_depth")[:, 0] == 0.0)  # clamped, finite
 
 
+def test_sqrt_depth_known_values() -> None:
+    for metres, expected in ((1.0, math.sqrt(1 / 30)), (30.0, 1.0), (0.0, 0.0)):
+        scaled = scale_observation(observation(metres, 4.0), "sqrt_depth")
+        assert math.isclose(float(scaled[0, 0, 0, 0]), expected, abs_tol=1e-6)
+        assert float(scaled[0, 1, 0, 0]) == 0.5
+
+
 def test_none_is_the_identity() -> None:
     obs = observation(2.0, 3.0)
     assert scale_observation(obs, "none") is obs
@@ -39,7 +46,7 @@ def test_none_is_the_identity() -> None:
 def test_acting_and_sequence_evaluation_see_the_same_scaled_input() -> None:
     cfg = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, patch_size=8, embed_dim=32, vit_dim=32)
     policy = NaviPolicy(cfg)
-    assert cfg.input_transform == "log_depth"
+    assert cfg.input_transform == "sqrt_depth"
     obs = observation(1.5, 2.0)
     state = policy.initial_state(2)
     starts = torch.ones(2, dtype=torch.bool)
@@ -56,4 +63,15 @@ def test_checkpoint_configs_without_the_field_read_as_raw_inputs() -> None:
     del old["input_transform"]
     assert stored_policy_config(json.dumps(old)).input_transform == "none"
     current = PolicyConfig(temporal_core="gru").model_dump_json()
-    assert stored_policy_config(current).input_transform == "log_depth"
+    assert stored_policy_config(current).input_transform == "sqrt_depth"
+
+
+def test_an_untrained_policy_cruises_forward() -> None:
+    cfg = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, patch_size=8, embed_dim=32, vit_dim=32)
+    policy = NaviPolicy(cfg)
+    obs = torch.rand(5, 3, 16, 8)
+    mean = policy.act(
+        obs, policy.initial_state(5), torch.ones(5, dtype=torch.bool), deterministic=True
+    ).action
+    assert torch.allclose(mean[:, 0], torch.full((5,), cfg.init_forward_mean), atol=0.05)
+    assert mean[:, 1:].abs().max() < 0.05  # vertical, lateral, yaw start near zero

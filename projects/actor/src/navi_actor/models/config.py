@@ -40,12 +40,18 @@ class PolicyConfig(BaseModel):
     action_dim: int = Field(default=4, gt=0, description="Action size: forward, vertical, lateral, yaw.")
     in_channels: int = Field(default=3, gt=0, description="Observation channels: depth, semantic, valid.")
     input_transform: InputTransform = Field(
-        default="log_depth",
-        description="Fixed input scaling: log_depth (log depth, semantic/8) or none (raw observation).",
+        default="sqrt_depth",
+        description="Fixed input scaling: sqrt_depth or log_depth (with semantic/8), or none (raw).",
     )
     azimuth: int = Field(default=256, gt=0, description="Azimuth bins of the observation.")
     elevation: int = Field(default=48, gt=0, description="Elevation bins of the observation.")
     init_log_std: float = Field(default=-0.5, description="Initial log standard deviation of actions.")
+    init_forward_mean: float = Field(
+        default=0.5,
+        ge=-1.0,
+        le=1.0,
+        description="Initial mean of the forward action: an untrained drone cruises instead of hovering.",
+    )
     log_std_min: float = Field(default=-5.0, description="Lower clamp of the action log-std.")
     log_std_max: float = Field(default=1.0, description="Upper clamp of the action log-std.")
 

@@ -36,12 +36,22 @@ class GaussianActorHead(nn.Module):
     """Linear mean and a clamped, state-independent log-std."""
 
     def __init__(
-        self, features: int, action_dim: int, init_log_std: float, log_std_range: tuple[float, float]
+        self,
+        features: int,
+        action_dim: int,
+        init_log_std: float,
+        log_std_range: tuple[float, float],
+        init_forward_mean: float = 0.0,
     ) -> None:
         super().__init__()
         self.mean = nn.Linear(features, action_dim)
-        nn.init.orthogonal_(self.mean.weight, gain=0.01)  # near-zero initial actions (PPO practice)
+        nn.init.orthogonal_(self.mean.weight, gain=0.01)  # near-constant initial actions (PPO practice)
         nn.init.zeros_(self.mean.bias)
+        # Axis 0 is forward. An untrained drone that hovers (mean 0) almost never enters a new visit
+        # cell, so the exploration reward is found late; cruising (the physics slows it before
+        # walls ahead) finds it in the first rollouts. PPO is free to unlearn it.
+        with torch.no_grad():
+            self.mean.bias[0] = init_forward_mean
         self.log_std_param = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
         self.log_std_range = log_std_range
 

@@ -4,10 +4,15 @@ Why: the environment sends depth normalised by the horizon (30 m), so everything
 to indoors (walls 0.3-3 m away) lives in [0.01, 0.1], while the semantic channel carries raw class
 ids (0-8). A linear patch projection then sees the semantic ids about 30 times louder than the
 depth that navigation depends on, and learning to avoid a wall waits for the depth weights to grow.
-``log_depth`` maps depth logarithmically onto [0, 1] (3 cm -> 0, 0.3 m -> 0.33, 1 m -> 0.51,
-3 m -> 0.67, 30 m -> 1) and scales semantic ids by 1/8, so both channels have comparable ranges
-and near-range depth differences are large. The transform is part of the policy function and is
-applied identically when acting and when re-evaluating sequences.
+``sqrt_depth`` (default) takes the square root of depth (0.3 m -> 0.10, 1 m -> 0.18, 3 m -> 0.32,
+10 m -> 0.58, 30 m -> 1): near-range differences grow about fivefold while far-range differences,
+which say where the open space is, stay readable. ``log_depth`` spreads the near range more
+(1 m -> 0.51, 3 m -> 0.67) but squeezes the far range (10 m -> 0.84): behaviour cloning of the
+autopilot, which steers by the most open direction, reached a held-out error of 0.66 of the
+mean-action baseline with it against 0.42 with ``sqrt_depth`` and 0.44 with raw inputs
+(``tests/test_auditor_bc_imitation.py``). Both scale semantic ids by 1/8, so the channels have
+comparable ranges. The transform is part of the policy function and is applied identically when
+acting and when re-evaluating sequences.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from typing import Literal
 
 import torch
 
-InputTransform = Literal["none", "log_depth"]
-INPUT_TRANSFORMS: tuple[str, ...] = ("none", "log_depth")
+InputTransform = Literal["none", "sqrt_depth", "log_depth"]
+INPUT_TRANSFORMS: tuple[str, ...] = ("none", "sqrt_depth", "log_depth")
 DEPTH_FLOOR = 1e-3
 """Normalised depth mapped to 0 (3 cm at a 30 m horizon); smaller values clamp to it."""
 SEMANTIC_SCALE = 1.0 / 8.0
@@ -31,14 +36,17 @@ def scale_observation(obs: torch.Tensor, transform: InputTransform) -> torch.Ten
 
     Args:
         obs: observations as the environment sends them (depth in [0, 1]).
-        transform: ``none`` (identity) or ``log_depth``.
+        transform: ``none`` (identity), ``sqrt_depth`` or ``log_depth``.
 
     Returns:
         A new ``[N, C, Az, El]`` tensor (``obs`` itself for ``none``).
     """
     if transform == "none":
         return obs
-    depth = 1.0 + torch.log(obs[:, :1].clamp_min(DEPTH_FLOOR)) / _LOG_FLOOR
+    if transform == "sqrt_depth":
+        depth = obs[:, :1].clamp_min(0.0).sqrt()
+    else:
+        depth = 1.0 + torch.log(obs[:, :1].clamp_min(DEPTH_FLOOR)) / _LOG_FLOOR
     parts = [depth]
     if obs.shape[1] > 1:
         parts.append(obs[:, 1:2] * SEMANTIC_SCALE)

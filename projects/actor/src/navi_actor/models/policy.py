@@ -53,7 +53,11 @@ class NaviPolicy(nn.Module):
         self.encoder = build_encoder(cfg)
         self.core = build_core(cfg)
         self.actor = GaussianActorHead(
-            cfg.embed_dim, cfg.action_dim, cfg.init_log_std, (cfg.log_std_min, cfg.log_std_max)
+            cfg.embed_dim,
+            cfg.action_dim,
+            cfg.init_log_std,
+            (cfg.log_std_min, cfg.log_std_max),
+            init_forward_mean=cfg.init_forward_mean,
         )
         self.critic = ValueHead(cfg.embed_dim)
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
