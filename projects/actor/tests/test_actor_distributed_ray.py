@@ -117,8 +117,12 @@ def test_two_workers_train_checkpoint_and_resume(pool: WorkerPool, tmp_path: Pat
 def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(
     pool: WorkerPool, tmp_path: Path
 ) -> None:
-    # Collect-ahead with a zero bound: every fragment started before an update arrives one version
-    # old and must be dropped, deterministically.
+    # Collect-ahead with a zero bound: a fragment started before an update arrives one version old
+    # and must be dropped. The first gather always leaves one such fragment in flight (fragments are
+    # received one at a time and the first to arrive is re-issued at once), so the second gather
+    # drops exactly one before the kill. Later drops depend on timing: the killed worker loses its
+    # in-flight fragment, and while it restarts the other worker may finish gathers alone with
+    # nothing left over (seen once the SIMD tracer made fragments faster than a restart).
     config = DistributedConfig(num_workers=2, collect_ahead=True, max_staleness=0)
     trainer = DistributedTrainer(
         settings(train={"total_steps": 4 * STEPS_PER_UPDATE}), config, artifacts_dir=tmp_path, pool=pool
@@ -138,7 +142,7 @@ def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(
     assert summary.updates_this_run == 4 and summary.steps_this_run == 4 * STEPS_PER_UPDATE  # it went on
     assert summary.final_checkpoint is not None
     assert load_checkpoint(summary.final_checkpoint).update_index == 4
-    assert summary.dropped_fragments >= 2 and summary.workers_replaced == 0
+    assert summary.dropped_fragments >= 1 and summary.workers_replaced == 0
     records = [json.loads(line) for line in (summary.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["distributed/dropped_fragments"] == summary.dropped_fragments
     assert records[-1]["distributed/worker_restarts"] == summary.worker_restarts
