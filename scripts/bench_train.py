@@ -8,8 +8,9 @@ Prints ONE JSON line. The run is the default trainer (default policy: rayvit + m
 * ``steps_per_second``: environment steps (all drones) per wall-clock second, end to end;
 * ``split``: seconds in the environment, the policy forward while acting, the PPO update, other;
 * ``update_flops_per_second`` / ``matmul_flops_per_second`` / ``update_efficiency``: FLOPs of the
-  update (counted once with ``torch.utils.flop_counter.FlopCounterMode`` for one minibatch and scaled
-  by the minibatches run) per process-CPU second, against dense float32 matmul FLOPs per
+  update (policy re-evaluation, losses, backward and the RND predictor step the update runs per
+  minibatch, counted once with ``torch.utils.flop_counter.FlopCounterMode`` for one minibatch and
+  scaled by the minibatches run) per process-CPU second, against dense float32 matmul FLOPs per
   process-CPU second measured in the same process with the same thread count. CPU time rather than
   wall time keeps the ratio meaningful on a shared machine.
 
@@ -53,7 +54,9 @@ def matmul_flops_per_cpu_second(size: int = 512, repeats: int = 20) -> float:
 
 
 def minibatch_flops(runner: OnPolicyRunner) -> int:
-    """FLOPs of one minibatch's policy re-evaluation, losses and backward pass (no optimiser step)."""
+    """FLOPs of one minibatch's policy re-evaluation, losses and backward pass, plus the RND
+    predictor's training step that the timed update also runs once per minibatch (optimiser
+    steps are not counted)."""
     batch = next(runner.storage.sequence_minibatches(runner.settings.ppo.num_minibatches))
     with FlopCounterMode(display=False) as counter:
         evaluation = runner.policy.evaluate_sequences(
@@ -62,6 +65,8 @@ def minibatch_flops(runner: OnPolicyRunner) -> int:
         loss = -(evaluation.log_prob * batch.advantages).mean() + evaluation.value.square().mean()
         loss = loss - evaluation.entropy.mean()
         loss.backward()
+        if runner.shaping.auxiliary_step is not None:
+            runner.shaping.auxiliary_step(batch)
     runner.policy.zero_grad(set_to_none=True)
     return int(counter.get_total_flops())
 
