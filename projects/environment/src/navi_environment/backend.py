@@ -29,6 +29,7 @@ import torch
 from navi_contracts.paths import artifacts_root
 from navi_environment.config import EnvironmentSettings
 from navi_environment.episodes import EpisodeTracker
+from navi_environment.fused_step import FusedStep, resolve_step_kernel
 from navi_environment.physics import Kinematics, move_with_collisions
 from navi_environment.rewards import REWARD_TERMS, RewardInputs, Rewards
 from navi_environment.runtime.scene import RuntimeScene
@@ -121,9 +122,11 @@ class SdfDagBackend:
         self._allocate(B)
         cone = math.cos(math.radians(settings.physics.forward_cone_deg))
         ahead = self.tracer.dirs_local[:, 0] >= cone
-        self._forward_rays = ahead.nonzero().squeeze(1)
+        self.forward_rays = ahead.nonzero().squeeze(1)
         self._generator = torch.Generator(device=self.device)
         self._needs_reset = True
+        self.step_kernel = resolve_step_kernel(settings.physics.step_kernel, self.tracer.kernel)
+        self._fused = FusedStep(self) if self.step_kernel == "numba" else None
 
     def _allocate(self, B: int) -> None:
         """Preallocate state and outputs (sentinel-filled until the first reset)."""
@@ -139,7 +142,8 @@ class SdfDagBackend:
         self.reward = torch.zeros(B, device=dev)
         self.terminated = torch.zeros(B, dtype=torch.bool, device=dev)
         self.truncated = torch.zeros(B, dtype=torch.bool, device=dev)
-        self.info = {key: torch.zeros(B, device=dev) for key in INFO_KEYS}
+        self.info_block = torch.zeros(len(INFO_KEYS), B, device=dev)  # one array for the fused step
+        self.info = dict(zip(INFO_KEYS, self.info_block.unbind(0), strict=True))
         self._output = StepOutput(
             self.obs, self.reward, self.terminated, self.truncated, self.final_obs, self.info
         )
@@ -170,7 +174,14 @@ class SdfDagBackend:
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
-        forward_clear = self.obs[:, 0].reshape(self.num_actors, -1)[:, self._forward_rays].amin(dim=1)
+        ended = self._fused.step(actions) if self._fused is not None else self._torch_step(actions)
+        if ended.numel():
+            self._end_episodes(ended)
+        return self._output
+
+    def _torch_step(self, actions: torch.Tensor) -> torch.Tensor:
+        """The step as torch ops (CUDA, and the oracle of the fused CPU step); returns ended rows."""
+        forward_clear = self.obs[:, 0].reshape(self.num_actors, -1)[:, self.forward_rays].amin(dim=1)
         forward_clear = forward_clear * self.settings.sensor.horizon_m
         self.smoothed, executed = self.kinematics.command(actions, self.smoothed, forward_clear)
         displacement, new_yaw = self.kinematics.displacement(executed, self.yaw)
@@ -188,7 +199,7 @@ class SdfDagBackend:
         )
         reward, terms, _ = self.rewards.compute(
             RewardInputs(self.obs, nearest * horizon, hit_share, self.position, self.yaw, self.spawn,
-                         moved.collided, moved.impact_speed, self._forward_rays, horizon)
+                         moved.collided, moved.impact_speed, self.forward_rays, horizon)
         )  # fmt: skip
         self.reward.copy_(reward)
         self.episodes.advance(reward)
@@ -196,10 +207,7 @@ class SdfDagBackend:
         self.terminated.copy_(terminated)
         self.truncated.copy_(truncated)
         self._fill_info(terms, moved.collided, speed)
-        ended = (terminated | truncated).nonzero().squeeze(1)
-        if ended.numel():
-            self._end_episodes(ended)
-        return self._output
+        return (terminated | truncated).nonzero().squeeze(1)
 
     def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Copies of the drone positions [B,3] and headings [B] (rad)."""

@@ -107,6 +107,11 @@ class PhysicsSettings(BaseModel):
     forward_cone_deg: float = Field(
         default=30.0, gt=0.0, le=180.0, description="Half-angle of the 'ahead' cone (slow-down, rewards)."
     )
+    step_kernel: Literal["auto", "numba", "torch"] = Field(
+        default="auto",
+        description="Non-trace step work (kinematics, collisions, rewards, episodes): auto = fused numba "
+        "kernels when the tracer runs numba (CPU), torch ops otherwise (CUDA; also the oracle on CPU).",
+    )
 
 
 class RewardSettings(BaseModel):
