@@ -7,6 +7,7 @@ that finds an array's bytes. Everything else, including every check on untrusted
 
 from __future__ import annotations
 
+import struct
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -85,6 +86,11 @@ class ArrayWriter(ABC):
     def write_array(self, array: np.ndarray) -> None:
         """Write the map describing ``array`` (and place its bytes)."""
 
+    def write_number(self, type_byte: bytes, packed: bytes) -> None:
+        """Write a scalar field's int64 or float64 (``type_byte`` then its 8 big-endian bytes)."""
+        self.framing += type_byte
+        self.framing += packed
+
 
 def wire_array(array: np.ndarray) -> np.ndarray:
     """``array`` as C-contiguous little-endian data (no copy when it already is)."""
@@ -103,6 +109,9 @@ def flat_bytes(array: np.ndarray) -> memoryview:
 
 
 _SCALAR, _ARRAY, _NESTED = 0, 1, 2
+INT64_LIMIT = 1 << 63
+PACK_INT64 = struct.Struct(">q").pack
+PACK_FLOAT64 = struct.Struct(">d").pack
 
 
 @cache
@@ -120,7 +129,12 @@ def _encode_plan(cls: type[WireModel]) -> tuple[bytes, tuple[tuple[bytes, str, i
 
 
 def write_model(writer: ArrayWriter, model: WireModel) -> None:
-    """Write ``model`` as ``{"kind", <fields>...}``, recursing into nested models."""
+    """Write ``model`` as ``{"kind", <fields>...}``, recursing into nested models.
+
+    Scalar int and float fields always take 9 bytes (msgpack int64 / float64), whatever the value:
+    a stream's layout then never changes with its counters, which keeps the decoder's layout
+    templates and the encoder's layout plans valid for the whole stream.
+    """
     cls = type(model)
     if not isinstance(model, WireModel) or not cls.WIRE_KIND:
         raise ContractError(f"can only encode wire models, got {cls.__name__}")
@@ -136,6 +150,10 @@ def write_model(writer: ArrayWriter, model: WireModel) -> None:
             writer.write_array(value)
         elif role == _NESTED:
             write_model(writer, value)
+        elif type(value) is int and -INT64_LIMIT <= value < INT64_LIMIT:
+            writer.write_number(b"\xd3", PACK_INT64(value))
+        elif type(value) is float:
+            writer.write_number(b"\xcb", PACK_FLOAT64(value))
         else:
             writer.framing += writer.pack(value)
 

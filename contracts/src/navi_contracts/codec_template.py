@@ -44,8 +44,71 @@ _UNFIXED_KEYS = frozenset(("schema_version",))
 
 
 @dataclass(frozen=True)
+class Number:
+    """A number that varies between payloads: field ``index`` of the unpacked tuple ``t``."""
+
+    index: int
+
+    def expression(self) -> str:
+        return f"t[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A value fixed by the framing (strings, None, booleans, numbers outside maps): ``C[index]``."""
+
+    index: int
+
+    def expression(self) -> str:
+        return f"C[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Bin:
+    """Array bytes ``[start, stop)`` of the payload ``v`` (never unpacked, sliced on demand)."""
+
+    start: int
+    stop: int
+
+    def expression(self) -> str:
+        return f"v[{self.start}:{self.stop}]"
+
+
+@dataclass(frozen=True)
+class List:
+    """A msgpack array; its length is framing."""
+
+    items: tuple[Node, ...]
+
+    def expression(self) -> str:
+        return "[" + "".join(item.expression() + ", " for item in self.items) + "]"
+
+
+@dataclass(frozen=True)
+class Map:
+    """A msgpack map with string keys: (key node, key, value node) per entry, in payload order."""
+
+    entries: tuple[tuple[Constant, str, Node], ...]
+
+    def expression(self) -> str:
+        return "{" + ", ".join(f"{k.expression()}: {v.expression()}" for k, _, v in self.entries) + "}"
+
+    def get(self, key: str) -> Node | None:
+        """The value node of ``key``, or None when the map has no such key."""
+        return next((node for _, name, node in self.entries if name == key), None)
+
+
+Node = Number | Constant | Bin | List | Map
+"""Where each part of a learned layout's decoded value comes from."""
+
+
+@dataclass(eq=False)
 class Template:
-    """One learned layout (see the module doc)."""
+    """One learned layout (see the module doc).
+
+    ``direct`` is filled in by the codec once a payload of this layout decoded successfully: a
+    decoder straight from the unpacked tuple to the model (:mod:`navi_contracts.codec_direct`).
+    """
 
     length: int
     limits: ContractLimits
@@ -55,6 +118,10 @@ class Template:
     positive_fixints: tuple[int, ...]
     negative_fixints: tuple[int, ...]
     rebuild: Callable[[tuple[Any, ...], memoryview], Any]
+    tree: Node
+    constants: tuple[Any, ...]
+    direct: Callable[[tuple[Any, ...], memoryview], Any] | None = None
+    direct_tried: bool = False
 
 
 _TEMPLATES: dict[int, Template] = {}
@@ -62,15 +129,16 @@ _SEEN: dict[int, bool] = {}
 MAX_SEEN = 256
 
 
-def parse(view: memoryview, limits: ContractLimits) -> Any | None:
-    """The decoded map of ``view`` when it matches a learned layout, else None.
+def match(view: memoryview, limits: ContractLimits) -> tuple[Template, tuple[Any, ...]] | None:
+    """The learned layout ``view`` repeats and its unpacked numbers, or None.
 
     Args:
         view: the whole payload.
         limits: the limits the caller decodes with (a template only serves the same limits).
 
     Returns:
-        What ``MsgpackView(view, ...).read_all()`` returns, or None.
+        ``(template, fields)``: every framing byte of ``view`` equals the template's, so
+        ``template.rebuild(fields, view)`` is what the reader would return.
     """
     template = _TEMPLATES.get(len(view))
     if template is None or (template.limits is not limits and template.limits != limits):
@@ -85,6 +153,22 @@ def parse(view: memoryview, limits: ContractLimits) -> Any | None:
         for index in template.negative_fixints:
             if not -32 <= fields[index] <= -1:
                 return None
+    except Exception:  # cannot happen for a matching layout; the reader decides otherwise
+        return None
+    return template, fields
+
+
+def parse(view: memoryview, limits: ContractLimits) -> Any | None:
+    """The decoded map of ``view`` when it matches a learned layout, else None.
+
+    Returns:
+        What ``MsgpackView(view, ...).read_all()`` returns, or None (see :func:`match`).
+    """
+    hit = match(view, limits)
+    if hit is None:
+        return None
+    template, fields = hit
+    try:
         return template.rebuild(fields, view)
     except Exception:  # cannot happen for a matching layout; the reader decides otherwise
         return None
@@ -114,7 +198,7 @@ def record(view: memoryview, limits: ContractLimits) -> None:
     """Learn the layout of ``view`` now (see :func:`learn`)."""
     builder = _LayoutBuilder(view)
     try:
-        expression = builder.value(None)
+        tree = builder.value(None)
     except (IndexError, KeyError, ValueError, struct.error):  # not a layout this module handles
         return
     if builder.pos != len(view):
@@ -124,7 +208,7 @@ def record(view: memoryview, limits: ContractLimits) -> None:
     if layout.size != len(view):
         return
     namespace: dict[str, Any] = {"C": tuple(builder.constants)}
-    exec(f"def rebuild(t, v):\n    return {expression}\n", namespace)
+    exec(f"def rebuild(t, v):\n    return {tree.expression()}\n", namespace)
     framing_indices = builder.framing_indices
     getter = operator.itemgetter(*framing_indices) if len(framing_indices) > 1 else _as_tuple(framing_indices)
     fields = layout.unpack_from(view)
@@ -139,6 +223,8 @@ def record(view: memoryview, limits: ContractLimits) -> None:
         positive_fixints=tuple(builder.positive_fixints),
         negative_fixints=tuple(builder.negative_fixints),
         rebuild=namespace["rebuild"],
+        tree=tree,
+        constants=tuple(builder.constants),
     )
 
 
@@ -188,12 +274,12 @@ class _LayoutBuilder:
         self.codes.append(f"{size}x")
         self.framing_start = start + size
 
-    def _constant(self, value: Any) -> str:
+    def _constant(self, value: Any) -> Constant:
         self.constants.append(value)
-        return f"C[{len(self.constants) - 1}]"
+        return Constant(len(self.constants) - 1)
 
-    def value(self, key: str | None) -> str:  # noqa: PLR0911, PLR0912 - one branch per msgpack family
-        """Rebuild expression of the object at ``pos``; ``key``: its map key (None elsewhere)."""
+    def value(self, key: str | None) -> Node:  # noqa: PLR0911, PLR0912 - one branch per msgpack family
+        """The node of the object at ``pos``; ``key``: its map key (None elsewhere)."""
         view, start = self.view, self.pos
         code = view[start]
         self.pos = start + 1
@@ -202,7 +288,7 @@ class _LayoutBuilder:
                 return self._constant(code if code <= 0x7F else code - 0x100)
             index = self._field(start, "B" if code <= 0x7F else "b")
             (self.positive_fixints if code <= 0x7F else self.negative_fixints).append(index)
-            return f"t[{index}]"
+            return Number(index)
         if 0x80 <= code <= 0x8F:
             return self._map(code & 0x0F)
         if 0x90 <= code <= 0x9F:
@@ -214,7 +300,7 @@ class _LayoutBuilder:
             self.pos = start + 1 + _WIDTHS[struct_code]
             if key is None or key in _UNFIXED_KEYS:
                 return self._constant(struct.unpack_from(">" + struct_code, view, start + 1)[0])
-            return f"t[{self._field(start + 1, struct_code)}]"  # the type byte stays in the framing
+            return Number(self._field(start + 1, struct_code))  # the type byte stays in the framing
         if code in (0xC0, 0xC2, 0xC3):
             return self._constant({0xC0: None, 0xC2: False, 0xC3: True}[code])
         if 0xC4 <= code <= 0xC6:  # bin: header in the framing, the bytes skipped and sliced
@@ -224,7 +310,7 @@ class _LayoutBuilder:
             self.pos = data_start + size
             if size:
                 self._skip(data_start, size)
-            return f"v[{data_start}:{data_start + size}]"
+            return Bin(data_start, data_start + size)
         if 0xD9 <= code <= 0xDB:
             width = 1 << (code - 0xD9)
             self.pos = start + 1 + width
@@ -239,22 +325,22 @@ class _LayoutBuilder:
             return self._map(int.from_bytes(view[start + 1 : start + 1 + width], "big"))
         raise ValueError(f"type byte 0x{code:02x} has no template form")
 
-    def _string(self, size: int) -> str:
+    def _string(self, size: int) -> Constant:
         start = self.pos
         self.pos = start + size
         return self._constant(str(self.view[start : start + size], "utf-8"))
 
-    def _array(self, count: int) -> str:
-        items = [self.value(None) for _ in range(count)]
-        return "[" + "".join(item + ", " for item in items) + "]"
+    def _array(self, count: int) -> List:
+        return List(tuple(self.value(None) for _ in range(count)))
 
-    def _map(self, count: int) -> str:
+    def _map(self, count: int) -> Map:
         entries = []
         for _ in range(count):
             key_code = self.view[self.pos]
-            key_expression = self.value(None)
+            key_node = self.value(None)
             if not 0xA0 <= key_code <= 0xBF and key_code not in (0xD9, 0xDA, 0xDB):
                 raise ValueError("map key is not a string")
-            key = self.constants[int(key_expression[2:-1])]
-            entries.append(f"{key_expression}: {self.value(key)}")
-        return "{" + ", ".join(entries) + "}"
+            assert isinstance(key_node, Constant)
+            key = self.constants[key_node.index]
+            entries.append((key_node, key, self.value(key)))
+        return Map(tuple(entries))

@@ -70,24 +70,46 @@ class WireModel(BaseModel):
         Returns:
             Name -> size for every named dimension (``B`` is the batch size).
         """
-        # Runs on every model construction and decode: bind in a plain loop; only a mismatch goes
-        # through bind_dims, which words the error (naming the field that bound the size first).
-        bindings = dict(bound) if bound else {}
-        values = self.__dict__
-        for name, axes in _named_axes(type(self)):
-            array = values[name]
-            if array is None:
-                continue
-            shape = array.shape
-            for axis, dim in axes:
-                known = bindings.setdefault(dim, shape[axis])
-                if known != shape[axis]:
-                    fields = [
-                        (field, getattr(self, field), spec.named_axes)
-                        for field, spec in array_specs(type(self)).items()
-                    ]
-                    return bind_dims(fields, bound or {})
+        # Runs on every model construction and decode: generated straight-line code binds the
+        # names; only a mismatch goes through bind_dims, which words the error (naming the field
+        # that bound the size first).
+        bindings = _dims_checker(type(self))(self.__dict__, bound)
+        if bindings is None:
+            fields = [
+                (field, getattr(self, field), spec.named_axes)
+                for field, spec in array_specs(type(self)).items()
+            ]
+            return bind_dims(fields, bound or {})
         return bindings
+
+
+DimsChecker = typing.Callable[[dict[str, Any], "dict[str, int] | None"], "dict[str, int] | None"]
+
+
+@cache
+def _dims_checker(model: type[WireModel]) -> DimsChecker:
+    """``check(values, bound) -> bindings``, or None on a mismatch, generated for ``model``."""
+    named = _named_axes(model)
+    names = sorted({dim for _, axes in named for _, dim in axes})
+    local = {dim: f"n_{index}" for index, dim in enumerate(names)}
+    lines = ["def check(values, bound):"]
+    lines += [f"    {local[dim]} = bound.get({dim!r}) if bound else None" for dim in names]
+    for field, axes in named:
+        lines += [f"    a = values[{field!r}]", "    if a is not None:", "        s = a.shape"]
+        for axis, dim in axes:
+            var = local[dim]
+            lines += [
+                f"        if {var} is None:",
+                f"            {var} = s[{axis}]",
+                f"        elif {var} != s[{axis}]:",
+                "            return None",
+            ]
+    lines.append("    bindings = dict(bound) if bound else {}")
+    lines += [f"    if {local[dim]} is not None:\n        bindings[{dim!r}] = {local[dim]}" for dim in names]
+    lines.append("    return bindings")
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), namespace)  # generated from the class's own array specs
+    return namespace["check"]  # type: ignore[no-any-return]
 
 
 @cache
