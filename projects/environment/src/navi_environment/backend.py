@@ -1,8 +1,10 @@
 """``SdfDagBackend``: B drones in .gmdag scenes, stepped as one batch of tensors.
 
 The canonical in-process environment of Navi (the trainer, the auditor and the server all drive
-it). Everything on the step path is a batched tensor op or one kernel launch; the only host syncs
-are "did any episode end?" (to re-trace just those rows) and scene rotation (rare).
+it). On CUDA everything on the step path is a batched tensor op or one kernel launch; the only host
+syncs are "did any episode end?" (to re-trace just those rows) and scene rotation (rare). On CPU
+(numba tracer) the same step runs as two numba kernels around the sensor trace
+(:mod:`navi_environment.fused_step`), the torch ops being its oracle (``physics.step_kernel``).
 
 Contract (also in ``docs/environment.md``)::
 
