@@ -64,9 +64,9 @@ class FusedStep:
         position, yaw = be.position.numpy(), be.yaw.numpy()
         ids = be.atlas_ids.numpy()
         _before(
-            actions.contiguous().numpy(), obs, self._forward_rays, be.smoothed.numpy(), position, yaw,
-            be.clearance.numpy(), ids, self._collided, self._impact, info[step_kernels.I_SPEED],
-            self.phys, atlas, be.tracer.rules,
+            actions.detach().contiguous().numpy(), obs, self._forward_rays, be.smoothed.numpy(),
+            position, yaw, be.clearance.numpy(), ids, self._collided, self._impact,
+            info[step_kernels.I_SPEED], self.phys, atlas, be.tracer.rules,
         )  # fmt: skip
         nearest, hit_share = be.tracer.trace_sensor(
             be.position, be.yaw, be.atlas_ids, be.obs, copy_to=be.final_obs

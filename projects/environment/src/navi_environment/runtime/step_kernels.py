@@ -15,6 +15,11 @@ scalar setting rounded to float32 where torch would round it (settings arrive as
 ``phys`` / ``rew`` indexed by the ``P_*`` / ``R_*`` constants). No ``fastmath``: contracted
 multiply-adds would move results off the torch oracle. Serial and ``nogil``: B is 1-64 drones,
 far too little work to wake a thread pool.
+
+Like ``kernels_wavefront`` (which calls ``kernels._sample_vox``), these cached kernels link the
+tracer's kernels in at compile time, and numba's cache only checks each kernel's own file: after
+editing ``runtime/kernels.py``, delete the ``step_kernels`` ``*.nbi``/``*.nbc`` cache files in
+``runtime/__pycache__`` (the parity tests compare with the torch step, which uses the fresh ones).
 """
 
 from __future__ import annotations
@@ -145,7 +150,7 @@ def _normals(points, ids, h, atlas):  # type: ignore[no-untyped-def]
 
 @_kernel
 def _first_leg(position, disp, clearance, ids, radius, skin, atlas, rules):  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    """The straight sweep: ``(direction, length, offset, t, collided, contact)``."""
+    """The straight sweep: ``(direction, offset, t, collided, contact)`` of every drone."""
     B = position.shape[0]
     direction = np.empty((B, 3), np.float32)
     length = np.empty(B, np.float32)
@@ -224,7 +229,7 @@ def sweep(position, disp, clearance, ids, collided, impact_speed, speed, phys, a
             clearance[b] = fc
             speed[b] = _norm3(dx, dy, dz) / dt
         else:
-            speed[b] = zero / dt
+            speed[b] = zero
 
 
 @_kernel
