@@ -157,6 +157,8 @@ def main() -> None:
         "ms_per_step_4": step4["ms_per_step"], "ms_per_step_32": step32["ms_per_step"],
         "cpu_ms_per_step_4": step4["cpu_ms_per_step"], "cpu_ms_per_step_32": step32["cpu_ms_per_step"],
         "trace_share_4": step4["trace_share"], "cpu_trace_share_4": step4["cpu_trace_share"],
+        "in_step_trace_share_4": step4["in_step_trace_share"],
+        "in_step_trace_share_target": 0.75, "meets_step_share": step4["in_step_trace_share"] >= 0.75,
         "step_threads": _numba_config.NUMBA_NUM_THREADS,
     }  # fmt: skip
     head = {"bench": "tracer", "resolution": args.resolution, "repeats": args.repeats}

@@ -70,6 +70,7 @@ def test_bench_sdfdag_prints_one_json_line(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     record = json.loads(result.output.strip().splitlines()[-1])
     assert record["actors"] == 2 and record["ms_per_step"] > 0 and 0 < record["trace_share"] < 5
+    assert 0 < record["in_step_trace_share"] <= 1
 
 
 def test_serve_rejects_two_sources_and_explains_itself(tmp_path: Path) -> None:

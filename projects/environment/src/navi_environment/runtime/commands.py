@@ -32,7 +32,8 @@ def bench_command(gmdag_file: Path, actors: int, steps: int, device: str, as_jso
     click.echo(
         f"{gmdag_file.name}: {actors} drones, {result['ms_per_step']:.2f} ms/step, "
         f"{result['steps_per_s']:.0f} drone-steps/s, trace {result['trace_ms']:.2f} ms "
-        f"({100 * result['trace_share']:.0f}% of a step)"
+        f"(bare: {100 * result['trace_share']:.0f}% of a step; inside the steps: "
+        f"{100 * result['in_step_trace_share']:.0f}%)"
     )
 
 
