@@ -2,9 +2,10 @@
 
 Prints ONE JSON line. The default corpus (built first if missing; or ``--corpus``) is split by scene:
 the last ``--holdout`` fraction (at least one scene) is held out. The default trainer trains on the
-rest for ``--minutes`` of wall-clock time, then the learned policy (deterministic: the Gaussian mean;
-the targets are judged on it), the same policy sampling its actions (``learned_sampled``, as it acts
-in training; reported for information), a uniform random
+rest for ``--minutes`` of wall-clock time, then the learned policy (sampling its actions, as it acts
+in training and as ``navi-actor evaluate`` runs it by default; the targets are judged on it), the
+same policy acting with its Gaussian mean (``learned_mean_action``, as ``evaluate --deterministic``;
+reported for information), a uniform random
 policy and a reactive heuristic (turn towards the most open azimuth, fly forward when clear) are
 evaluated on the held-out scenes with the same seed, for ``--episodes`` episodes truncated at
 ``--episode-steps`` steps. Reported: mean return, collision rate (per drone-step), coverage.
@@ -89,8 +90,8 @@ def main(
     summary = runner.run_training()
     results = {}
     for name, policy, deterministic in (
-        ("learned", runner.policy, True),
-        ("learned_sampled", runner.policy, False),
+        ("learned", runner.policy, False),
+        ("learned_mean_action", runner.policy, True),
         ("random", RandomPolicy(), True),
         ("heuristic", ReactiveHeuristic(), True),
     ):
@@ -103,7 +104,7 @@ def main(
             "path_length_m": round(report.path_length, 2),
         }
     learned, random, heuristic = results["learned"], results["random"], results["heuristic"]
-    sampled = results["learned_sampled"]
+    mean_action = results["learned_mean_action"]
     print(
         json.dumps(
             {
@@ -118,7 +119,9 @@ def main(
                 "episode_steps": episode_steps,
                 "results": results,
                 "coverage_vs_random": round(learned["coverage"] / max(random["coverage"], 1e-9), 3),
-                "sampled_coverage_vs_random": round(sampled["coverage"] / max(random["coverage"], 1e-9), 3),
+                "mean_action_coverage_vs_random": round(
+                    mean_action["coverage"] / max(random["coverage"], 1e-9), 3
+                ),
                 "targets_met": {
                     "coverage_2x_random": learned["coverage"] >= 2.0 * random["coverage"],
                     # at most half of random's rate (a collision-free policy meets it); says nothing

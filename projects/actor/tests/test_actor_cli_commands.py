@@ -57,7 +57,11 @@ def test_train_models_evaluate_compare_promote(tmp_path: Path) -> None:
     assert "latest best" in invoke(tmp_path, "models").output
     evaluated = invoke(tmp_path, "evaluate", str(checkpoints[0]), *TINY, "--episodes", "3", "--json")
     report = json.loads(evaluated.output.strip().splitlines()[-1])
-    assert report["episodes"] == 3 and report["deterministic"] is True
+    assert report["episodes"] == 3 and report["deterministic"] is False  # samples, as trained
+    evaluated = invoke(
+        tmp_path, "evaluate", str(checkpoints[0]), *TINY, "--episodes", "3", "--deterministic", "--json"
+    )
+    assert json.loads(evaluated.output.strip().splitlines()[-1])["deterministic"] is True
     assert {"mean_return", "collision_rate", "coverage", "path_length"} <= set(report)
     compared = invoke(
         tmp_path, "compare", str(checkpoints[0]), str(tmp_path / "models" / "latest.pt"), *TINY,

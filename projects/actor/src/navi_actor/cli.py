@@ -311,7 +311,10 @@ def _load_for_evaluation(checkpoint: Path, env_options: dict[str, Any]) -> tuple
 _EVAL_OPTIONS = [
     click.option("--episodes", type=int, default=16, show_default=True, help="Finished episodes to average."),
     click.option(
-        "--deterministic/--stochastic", default=True, show_default=True, help="Act with the mean or sample."
+        "--deterministic/--stochastic",
+        default=False,
+        show_default=True,
+        help="Act with the Gaussian mean, or sample actions as the policy was trained to (default).",
     ),
     click.option("--seed", type=int, default=0, show_default=True, help="Environment and sampling seed."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
