@@ -12,7 +12,13 @@ from navi_auditor.settings import AutopilotSettings, ExploreSettings
 
 
 class ScriptedTerminal:
-    """Feeds one scripted chunk of input per read; records what was drawn."""
+    """Feeds one scripted chunk of input per loop iteration; records what was drawn.
+
+    The loop reads keys at the top of each iteration (timeout 0) and, when a step finished early,
+    again while it paces (timeout > 0). Only the first kind consumes the script, so the script
+    advances once per iteration however fast a step is (a fast step once made the pacing reads eat
+    keys and the test count the wrong steps).
+    """
 
     interactive = True
 
@@ -21,6 +27,8 @@ class ScriptedTerminal:
         self.frames: list[list[str]] = []
 
     def read(self, timeout_s: float) -> bytes:
+        if timeout_s > 0:
+            return b""
         return self.script.popleft() if self.script else b""
 
     def draw(self, lines: list[str]) -> None:
