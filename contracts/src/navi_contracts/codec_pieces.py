@@ -37,18 +37,27 @@ class PieceWriter(ArrayWriter):
         contiguous = wire_array(array)
         flat = flat_bytes(contiguous)
         nbytes = len(flat)
-        if nbytes < INLINE_BYTES:
-            self.framing += small_array_header(contiguous.dtype, contiguous.shape, nbytes)
+        inline = self.add_array_header(contiguous, nbytes)
+        if inline:
             self.framing += flat
             return
-        framing = self.framing
-        framing += aligned_header(
-            contiguous.dtype, contiguous.shape, nbytes, (self._offset + len(framing)) % ALIGN
-        )
-        self._pieces.append(framing)
+        self._pieces.append(self.framing)
         self._pieces.append(flat)
-        self._offset += len(framing) + nbytes
+        self._offset += len(self.framing) + nbytes
         self.framing = bytearray()
+
+    def add_array_header(self, array: np.ndarray, nbytes: int) -> bool:
+        """Append the array map's header (data follows it); True when the data goes inline.
+
+        Small arrays get the minimal header (their bytes are copied into the framing); large ones
+        the header that puts their data 8-byte aligned, given the bytes written so far.
+        """
+        if nbytes < INLINE_BYTES:
+            self.framing += small_array_header(array.dtype, array.shape, nbytes)
+            return True
+        misalignment = (self._offset + len(self.framing)) % ALIGN
+        self.framing += aligned_header(array.dtype, array.shape, nbytes, misalignment)
+        return False
 
     def finish(self) -> bytes:
         self._pieces.append(self.framing)

@@ -35,7 +35,7 @@ from navi_contracts.codec_common import (
     wire_array,
     write_model,
 )
-from navi_contracts.codec_pieces import INLINE_BYTES, PieceWriter, aligned_header, small_array_header
+from navi_contracts.codec_pieces import PieceWriter
 from navi_contracts.model_base import WireModel, array_specs, nested_models
 
 MAX_PLANS = 64
@@ -64,11 +64,7 @@ class _PlanRecorder(PieceWriter):
         if wire_array(array) is not array:
             raise _DeclineError  # would need a conversion the plan cannot repeat
         nbytes = len(flat_bytes(array))
-        if nbytes < INLINE_BYTES:
-            self.framing += small_array_header(array.dtype, array.shape, nbytes)
-        else:
-            misalignment = (self._offset + len(self.framing)) % 8
-            self.framing += aligned_header(array.dtype, array.shape, nbytes, misalignment)
+        self.add_array_header(array, nbytes)
         self._cut()
         self._offset += nbytes
 
