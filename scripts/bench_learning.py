@@ -81,9 +81,8 @@ def main(
         "checkpoint": {"auto_resume": False, "auto_promote": False},
     }
     settings = ActorSettings(**values)
-    built = BuiltEnvironment(
-        backend(train_scenes, settings.rollout.num_actors, None), {"scenes": [p.name for p in train_scenes]}
-    )
+    train_env = backend(train_scenes, settings.rollout.num_actors, settings.environment.episode_steps)
+    built = BuiltEnvironment(train_env, {"scenes": [p.name for p in train_scenes]})
     runner = OnPolicyRunner(
         settings, built, artifacts_dir=Path(tempfile.mkdtemp(prefix="navi-bench-learning-"))
     )

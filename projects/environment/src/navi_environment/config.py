@@ -143,10 +143,7 @@ class EpisodeSettings(BaseModel):
 
     model_config = _FROZEN
 
-    # 500 steps (50 s of flight): the trainer's drones then see four times as many spawns and
-    # scenes per hour, each with fresh novelty to collect. A 30-minute learning run with 2,000-step
-    # episodes covered 0.75x a random policy's cells; with 500-step episodes 2-3x (docs/training.md).
-    max_steps: int = Field(default=500, ge=1, description="Truncate after this many steps.")
+    max_steps: int = Field(default=2000, ge=1, description="Truncate after this many steps.")
     starvation_grace_steps: int = Field(
         default=10, ge=0, description="No void-starvation truncation during this many steps after reset."
     )
