@@ -124,7 +124,7 @@ def decode(
             model = _decode_direct(*hit, view, expected)
             if model is not None:
                 return model
-            raw = codec_template.parse(view, limits)
+            raw = codec_template.rebuild(*hit, view)  # the map the full decode below words errors from
         learn = raw is None
         if learn:
             reader = MsgpackView(

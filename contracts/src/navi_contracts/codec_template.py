@@ -165,9 +165,11 @@ def parse(view: memoryview, limits: ContractLimits) -> Any | None:
         What ``MsgpackView(view, ...).read_all()`` returns, or None (see :func:`match`).
     """
     hit = match(view, limits)
-    if hit is None:
-        return None
-    template, fields = hit
+    return None if hit is None else rebuild(*hit, view)
+
+
+def rebuild(template: Template, fields: tuple[Any, ...], view: memoryview) -> Any | None:
+    """The decoded map of ``view``, which :func:`match` matched to ``template`` with ``fields``."""
     try:
         return template.rebuild(fields, view)
     except Exception:  # cannot happen for a matching layout; the reader decides otherwise
