@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from navi_environment.backend import INFO_KEYS, SdfDagBackend
+from navi_environment.backend import INFO_KEYS, SdfDagBackend, spread_start_scenes
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.analytic import RoomSpec, room_distance, room_scene
 
@@ -183,3 +183,23 @@ def test_torch_kernel_backend_matches_numba_backend(room) -> None:  # type: igno
         assert torch.allclose(fast.position, slow.position, atol=1e-3)
         assert torch.allclose(out_fast.reward, out_slow.reward, atol=1e-2)
         assert torch.equal(out_fast.truncated, out_slow.truncated)
+
+
+def test_start_scenes_are_spread_over_the_corpus() -> None:
+    # the manifest lists scenes family by family: 4 drones over 16 scenes start in 4 families
+    assert spread_start_scenes(4, 16, 8).tolist() == [0, 4, 8, 12]
+    assert spread_start_scenes(4, 20, 8).tolist() == [0, 5, 10, 15]
+    # never more distinct scenes than the runtime cache holds, nor than drones or scenes
+    assert spread_start_scenes(10, 16, 4).tolist() == [0, 4, 8, 12, 0, 4, 8, 12, 0, 4]
+    assert spread_start_scenes(5, 2, 8).tolist() == [0, 1, 0, 1, 0]
+    assert spread_start_scenes(3, 1, 8).tolist() == [0, 0, 0]
+
+
+def test_backend_starts_drones_in_spread_scenes(room) -> None:  # type: ignore[no-untyped-def]
+    small = room_scene(RoomSpec(hi=(6.0, 6.0, 3.0)), 64)
+    settings = EnvironmentSettings(sensor={"azimuth_bins": 16, "elevation_bins": 8})
+    backend = SdfDagBackend(settings, 2, scenes=[room, room, small, small])
+    backend.reset(seed=0)
+    assert backend.scene_index.tolist() == [0, 2]
+    out = backend.step(torch.zeros(2, 4))
+    assert out.info["scene_index"].tolist() == [0.0, 2.0]
