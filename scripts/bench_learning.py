@@ -1,19 +1,22 @@
 """Does the trainer learn on the real simulator? Fixed budget, then held-out evaluation vs baselines.
 
 Prints ONE JSON line. The default corpus (built first if missing; or ``--corpus``) is split by scene:
-the last ``--holdout`` fraction (at least one scene) is held out. The default trainer trains on the
-rest for ``--minutes`` of wall-clock time, then the learned policy (sampling its actions, as it acts
-in training and as ``navi-actor evaluate`` runs it by default; the targets are judged on it), the
-same policy acting with its Gaussian mean (``learned_mean_action``, as ``evaluate --deterministic``;
-reported for information), a uniform random
-policy and a reactive heuristic (turn towards the most open azimuth, fly forward when clear) are
-evaluated on the held-out scenes with the same seed, for ``--episodes`` episodes truncated at
-``--episode-steps`` steps. Reported: mean return, collision rate (per drone-step), coverage.
+``--split stratified`` (default) holds out the last ``--holdout`` share (at least one) of every
+family's scenes, so every family is trained on and evaluated; ``--split tail`` holds out the last
+``--holdout`` share of the corpus, which for a manifest listed family by family is one whole family
+the trainer never sees (navi_actor.evaluation.scene_split). The default trainer trains on the rest
+for ``--minutes`` of wall-clock time, then the learned policy (sampling its actions, as it acts in
+training and as ``navi-actor evaluate`` runs it by default; the targets are judged on it), the same
+policy acting with its Gaussian mean (``learned_mean_action``, as ``evaluate --deterministic``;
+reported for information), a uniform random policy and a reactive heuristic (turn towards the most
+open azimuth, fly forward when clear) are evaluated on the held-out scenes with the same seed: one
+drone per held-out scene, ``--episodes`` episodes each, truncated at ``--episode-steps`` steps.
+Reported: mean return, collision rate (per drone-step), coverage.
 
 Targets after 30 minutes on 2 CPU cores: learned >= 2x better than random on coverage and on collision
 rate (i.e. at most half of random's), and learned coverage above the heuristic's.
 
-    uv run python scripts/bench_learning.py [--minutes 30] [--corpus DIR] [--episodes 8]
+    uv run python scripts/bench_learning.py [--minutes 30] [--corpus DIR] [--split stratified|tail]
 """
 
 from __future__ import annotations
@@ -29,19 +32,21 @@ import torch
 from navi_actor.config import ActorSettings
 from navi_actor.evaluation import evaluate_policy
 from navi_actor.evaluation.baselines import RandomPolicy, ReactiveHeuristic
+from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_scenes
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
 
-def split_scenes(corpus: Path | None, holdout: float) -> tuple[list[Path], list[Path]]:
-    """(training scenes, held-out scenes) of the corpus, by position in the manifest order."""
+def corpus_split(corpus: Path | None, holdout: float, split: SplitMode) -> tuple[list[Path], list[Path]]:
+    """(training scenes, held-out scenes) of the corpus (the default one is built if missing)."""
     from navi_environment.corpus.prepare import ensure_default_corpus
 
-    scenes = corpus_scenes(corpus if corpus is not None else ensure_default_corpus(progress=True))
-    if len(scenes) < 2:
-        raise click.ClickException("the corpus needs at least two scenes to hold one out")
-    held = max(1, round(len(scenes) * holdout))
-    return scenes[:-held], scenes[-held:]
+    folder = corpus if corpus is not None else ensure_default_corpus(progress=True)
+    scenes = corpus_scenes(folder)
+    try:
+        return split_scenes(scenes, scene_families(folder, scenes), holdout, split)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
 
 
 def backend(scenes: list[Path], actors: int, episode_steps: int | None) -> Any:
@@ -57,7 +62,16 @@ def backend(scenes: list[Path], actors: int, episode_steps: int | None) -> Any:
 @click.option("--minutes", type=float, default=30.0, show_default=True, help="Training wall-clock budget.")
 @click.option("--corpus", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None)
 @click.option("--holdout", type=float, default=0.2, show_default=True, help="Share of scenes held out.")
-@click.option("--episodes", type=int, default=8, show_default=True, help="Evaluation episodes per policy.")
+@click.option(
+    "--split",
+    type=click.Choice(["stratified", "tail"]),
+    default="stratified",
+    show_default=True,
+    help="stratified: the last share of every family; tail: the last share of the corpus.",
+)
+@click.option(
+    "--episodes", type=int, default=2, show_default=True, help="Evaluation episodes per held-out scene."
+)
 @click.option("--episode-steps", type=int, default=500, show_default=True, help="Evaluation truncation.")
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -66,6 +80,7 @@ def main(
     minutes: float,
     corpus: Path | None,
     holdout: float,
+    split: SplitMode,
     episodes: int,
     episode_steps: int,
     threads: int | None,
@@ -74,7 +89,7 @@ def main(
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
     if threads is not None:
         torch.set_num_threads(threads)
-    train_scenes, eval_scenes = split_scenes(corpus, holdout)
+    train_scenes, eval_scenes = corpus_split(corpus, holdout, split)
     values: dict[str, Any] = {
         "train": {"max_minutes": minutes, "seed": seed},
         "telemetry": {"enabled": False},
@@ -94,8 +109,10 @@ def main(
         ("random", RandomPolicy(), True),
         ("heuristic", ReactiveHeuristic(), True),
     ):
-        env = backend(eval_scenes, settings.rollout.num_actors, episode_steps)
-        report = evaluate_policy(policy, env, episodes, deterministic=deterministic, seed=seed + 1000)  # type: ignore[arg-type]
+        env = backend(eval_scenes, len(eval_scenes), episode_steps)  # one drone per held-out scene
+        report = evaluate_policy(  # type: ignore[arg-type]
+            policy, env, episodes * len(eval_scenes), deterministic=deterministic, seed=seed + 1000
+        )
         results[name] = {
             "mean_return": round(report.mean_return, 4),
             "collision_rate": round(report.collision_rate, 5),
@@ -113,8 +130,9 @@ def main(
                 "train_steps_per_second": round(summary.steps_per_second, 2),
                 "checkpoint": str(summary.final_checkpoint),
                 "train_scenes": len(train_scenes),
-                "heldout_scenes": len(eval_scenes),
-                "episodes": episodes,
+                "split": split,
+                "heldout_scenes": [p.stem for p in eval_scenes],
+                "episodes_per_scene": episodes,
                 "episode_steps": episode_steps,
                 "results": results,
                 "coverage_vs_random": round(learned["coverage"] / max(random["coverage"], 1e-9), 3),

@@ -1,0 +1,79 @@
+"""Split a corpus into training and held-out scenes for benchmarks.
+
+A corpus manifest lists its scenes family by family (apartments, mazes, warehouses, buildings,
+halls). Holding out the *tail* of that list holds out a whole family: the learning benchmark then
+measured transfer to a family with obstacle types that no training scene has (the halls' hanging
+beams), not generalisation to unseen scenes. The default split is therefore *stratified*: the last
+``share`` of every family's scenes is held out, so every family is both trained on and evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+SplitMode = Literal["stratified", "tail"]
+
+_NUMBERED = re.compile(r"^(?P<family>.+?)_\d+$")
+
+
+def scene_families(folder: Path, scenes: Sequence[Path]) -> list[str]:
+    """Family of each scene: the manifest's ``family``, else the file stem without ``_<number>``."""
+    from navi_environment.corpus.manifest import ManifestError, load_manifest
+
+    try:
+        by_file = {entry.file: entry.family for entry in load_manifest(folder).scenes}
+    except ManifestError:
+        by_file = {}
+    families = []
+    for path in scenes:
+        match = _NUMBERED.match(path.stem)
+        families.append(by_file.get(path.name) or (match.group("family") if match else path.stem))
+    return families
+
+
+def split_scenes(
+    scenes: Sequence[Path], families: Sequence[str], share: float, mode: SplitMode = "stratified"
+) -> tuple[list[Path], list[Path]]:
+    """``(training, held_out)`` scenes, each in corpus order.
+
+    Args:
+        scenes: the corpus scenes, in manifest order.
+        families: the family of each scene (same length).
+        share: share of scenes to hold out, in (0, 1).
+        mode: ``stratified``: the last ``round(share * n)`` (at least one) scenes of every family with
+            two or more scenes; ``tail``: the last ``round(share * N)`` (at least one) of the corpus.
+
+    Raises:
+        ValueError: fewer than two scenes, mismatched lengths, a share outside (0, 1), or a split
+            that leaves no training or no held-out scene.
+    """
+    if len(scenes) != len(families):
+        raise ValueError(f"{len(scenes)} scenes but {len(families)} families")
+    if len(scenes) < 2:
+        raise ValueError("the corpus needs at least two scenes to hold one out")
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"the held-out share must lie in (0, 1), got {share}")
+    if mode == "tail":
+        held = set(range(len(scenes) - max(1, round(len(scenes) * share)), len(scenes)))
+    else:
+        members: dict[str, list[int]] = {}
+        for index, family in enumerate(families):
+            members.setdefault(family, []).append(index)
+        held = {
+            index
+            for group in members.values()
+            if len(group) >= 2
+            for index in group[len(group) - min(len(group) - 1, max(1, round(len(group) * share))) :]
+        }
+    train = [path for index, path in enumerate(scenes) if index not in held]
+    held_out = [path for index, path in enumerate(scenes) if index in held]
+    if not train or not held_out:
+        raise ValueError(
+            f"a {mode} split with share {share} of {len(scenes)} scenes leaves "
+            f"{len(train)} training and {len(held_out)} held-out scenes; every family has one scene? "
+            "use the tail split"
+        )
+    return train, held_out
