@@ -1,0 +1,89 @@
+"""Held-out scene splits of the learning benchmark: stratified by family, or the corpus tail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from navi_actor.evaluation.scene_split import scene_families, split_scenes
+
+FAMILIES = ["apartment"] * 4 + ["maze"] * 4 + ["hall"] * 4
+
+
+def _paths(families: list[str]) -> list[Path]:
+    counts: dict[str, int] = {}
+    paths = []
+    for family in families:
+        paths.append(Path(f"{family}_{counts.setdefault(family, 0):03d}.gmdag"))
+        counts[family] += 1
+    return paths
+
+
+def test_stratified_split_holds_out_the_tail_of_every_family() -> None:
+    scenes = _paths(FAMILIES)
+    train, held = split_scenes(scenes, FAMILIES, 0.2)
+    assert [p.stem for p in held] == ["apartment_003", "maze_003", "hall_003"]
+    assert len(train) == 9 and not set(train) & set(held)
+    assert train == [p for p in scenes if p not in held]  # corpus order kept
+
+
+def test_tail_split_holds_out_the_end_of_the_corpus() -> None:
+    train, held = split_scenes(_paths(FAMILIES), FAMILIES, 0.25, "tail")
+    assert [p.stem for p in held] == ["hall_001", "hall_002", "hall_003"]
+    assert len(train) == 9
+
+
+def test_stratified_split_never_empties_a_family_and_skips_singletons() -> None:
+    families = ["apartment", "apartment", "maze", "hall", "hall", "hall"]
+    train, held = split_scenes(_paths(families), families, 0.9)
+    assert [p.stem for p in held] == ["apartment_001", "hall_001", "hall_002"]
+    assert [p.stem for p in train] == ["apartment_000", "maze_000", "hall_000"]
+
+
+@pytest.mark.parametrize(
+    ("families", "share", "message"),
+    [
+        (["maze"], 0.2, "at least two scenes"),
+        (["maze", "hall"], 0.2, "leaves 2 training and 0 held-out"),
+        (["maze", "maze"], 1.0, r"share must lie in \(0, 1\)"),
+    ],
+)
+def test_impossible_splits_fail_with_a_reason(families: list[str], share: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        split_scenes(_paths(families), families, share)
+
+
+def test_families_come_from_the_manifest_else_the_file_name(tmp_path: Path) -> None:
+    scenes = [tmp_path / "a.gmdag", tmp_path / "warehouse_012.gmdag", tmp_path / "odd.gmdag"]
+    # no manifest: the name without its number
+    assert scene_families(tmp_path, scenes) == ["a", "warehouse", "odd"]
+    (tmp_path / "manifest.json").write_text(json.dumps({"broken": True}))
+    assert scene_families(tmp_path, scenes) == ["a", "warehouse", "odd"]
+
+
+def test_manifest_families_win_over_file_names(tmp_path: Path) -> None:
+    from navi_environment.corpus.manifest import (
+        MANIFEST_NAME,
+        CorpusManifest,
+        ManifestEntry,
+        QualificationSummary,
+        manifest_json,
+    )
+
+    def entry(name: str, family: str) -> ManifestEntry:
+        return ManifestEntry(
+            id=name, file=f"{name}.gmdag", family=family, seed=None, source=f"/meshes/{name}.obj",
+            resolution=64, voxel_size_m=0.2, bmin_m=(0, 0, 0), node_count=1, bytes=40,
+            compression_ratio=1.0, compile_seconds=0.1, sha256="0" * 64,
+            qualification=QualificationSummary(verdict="PASS"),
+        )  # fmt: skip
+
+    manifest = CorpusManifest(
+        created_utc="2026-01-01T00:00:00Z", git_revision="x", versions={}, settings={},
+        scenes=[entry("office_1", "mesh"), entry("hall_000", "hall")],
+    )  # fmt: skip
+    (tmp_path / MANIFEST_NAME).write_text(manifest_json(manifest))
+    scenes = [tmp_path / "office_1.gmdag", tmp_path / "hall_000.gmdag", tmp_path / "maze_004.gmdag"]
+    assert scene_families(tmp_path, scenes) == ["mesh", "hall", "maze"]
