@@ -121,6 +121,27 @@ def test_linear_lr_annealing_and_resume_schedule() -> None:
     assert constant.current_learning_rate() == pytest.approx(0.1)
 
 
+def test_lr_anneals_over_a_time_budget_and_the_nearer_budget_wins() -> None:
+    policy = NaviPolicy(SMALL)
+    learner = PPOLearner(policy, PPOConfig(learning_rate=1.0, lr_schedule="linear"))
+    assert learner.current_learning_rate() == pytest.approx(1.0)  # unbounded: constant
+    learner.set_time_spent(0.25)
+    assert learner.current_learning_rate() == pytest.approx(0.75)
+    learner.set_time_spent(1.5)  # past the budget: never negative
+    assert learner.current_learning_rate() == 0.0
+    learner.schedule(4)
+    learner.update_index += 2  # half of the steps, a tenth of the time: the steps set the rate
+    learner.set_time_spent(0.1)
+    assert learner.current_learning_rate() == pytest.approx(0.5)
+    learner.set_time_spent(0.8)
+    assert learner.current_learning_rate() == pytest.approx(0.2)
+    learner.set_time_spent(None)
+    assert learner.current_learning_rate() == pytest.approx(0.5)
+    constant = PPOLearner(policy, PPOConfig(learning_rate=0.1, lr_schedule="constant"))
+    constant.set_time_spent(0.9)
+    assert constant.current_learning_rate() == pytest.approx(0.1)
+
+
 def test_reference_kl_penalty_is_reported_and_decays() -> None:
     torch.manual_seed(3)
     policy, reference = NaviPolicy(SMALL), NaviPolicy(SMALL)

@@ -40,7 +40,9 @@ class PPOConfig(SettingsGroup):
 
     learning_rate: float = Field(default=3e-4, gt=0.0, description="Adam learning rate at the start.")
     lr_schedule: Literal["constant", "linear"] = Field(
-        default="linear", description="linear anneals to 0 at --total-steps (constant when unbounded)."
+        default="linear",
+        description="linear anneals to 0 at --total-steps or at the end of --max-minutes, whichever "
+        "comes first (constant when unbounded).",
     )
     adam_eps: float = Field(default=1e-5, gt=0.0, description="Adam epsilon.")
     epochs: int = Field(default=4, gt=0, description="Passes over each rollout.")

@@ -70,6 +70,7 @@ class PPOLearner:
         self.update_index = 0
         self.total_updates: int | None = None
         self._schedule_start = 0
+        self._time_spent: float | None = None
         self.schedule(total_updates)
 
     def schedule(self, planned_updates: int | None) -> None:
@@ -80,13 +81,28 @@ class PPOLearner:
         """
         self.total_updates, self._schedule_start = planned_updates, self.update_index
 
+    def set_time_spent(self, share: float | None) -> None:
+        """Share of a wall-clock budget (``--max-minutes``) spent so far; None: no time budget.
+
+        A run bounded by time anneals over its time: the learning rate falls to 0 as the budget runs
+        out, as it does over a step budget. With a constant rate a fixed-budget run ended on whatever
+        policy its last, often large, updates made: on the learning benchmark a checkpoint at two
+        thirds of the budget met every target and the final policy had lost them.
+        """
+        self._time_spent = share
+
     def current_learning_rate(self) -> float:
-        """Learning rate for the next update (linear anneal to 0 when the run is bounded)."""
-        if self.config.lr_schedule == "constant" or not self.total_updates:
+        """Learning rate for the next update: linear anneal to 0 over the step or time budget.
+
+        With both budgets the one closer to running out sets the rate; an unbounded run keeps it.
+        """
+        spent = [self._time_spent]
+        if self.total_updates:
+            spent.append((self.update_index - self._schedule_start) / self.total_updates)
+        shares = [share for share in spent if share is not None]
+        if self.config.lr_schedule == "constant" or not shares:
             return self.config.learning_rate
-        done = (self.update_index - self._schedule_start) / self.total_updates
-        remaining = max(0.0, 1.0 - done)
-        return self.config.learning_rate * remaining
+        return self.config.learning_rate * max(0.0, 1.0 - max(shares))
 
     def reference_kl_coef(self) -> float:
         """Weight of the KL-to-reference penalty for the next update (decays per update)."""

@@ -254,6 +254,8 @@ class DistributedTrainer:
                 )
                 gather_seconds = waited.total()
                 stats = merge_stats(fragments)
+                if max_minutes is not None:
+                    self.learner.set_time_spent(clock.total() / (60 * max_minutes))
                 result = self._learn(fragments)
                 bundle_ref = ray.put(self.weights_bundle())  # before the bookkeeping: workers wait on it
                 self.counters.record(stats, self.settings.train.reward_ema_alpha, lap.lap())

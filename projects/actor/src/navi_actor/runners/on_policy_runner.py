@@ -151,6 +151,8 @@ class OnPolicyRunner:
                 max_minutes is None or clock.total() < 60 * max_minutes
             ):
                 stats = self.collector.collect(self.settings.rollout.gamma, self.settings.rollout.gae_lambda)
+                if max_minutes is not None:
+                    self.learner.set_time_spent(clock.total() / (60 * max_minutes))
                 result = self.learner.update(
                     self.storage, self.shuffle, self.shaping.auxiliary_step, on_minibatch=self._heartbeat
                 )
