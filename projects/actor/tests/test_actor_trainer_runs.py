@@ -133,3 +133,13 @@ def test_checkpoint_cadence_keeps_the_last_n(tmp_path: Path) -> None:
     names = sorted(p.name for p in (summary.run_dir / "checkpoints").iterdir())
     assert names == ["step_000000000096.pt", "step_000000000128.pt"]
     assert not (tmp_path / "models").exists()
+
+
+def test_a_time_bounded_run_anneals_its_learning_rate(tmp_path: Path) -> None:
+    config = settings(train={"total_steps": None, "max_minutes": 0.04}, ppo={"learning_rate": 1e-3})
+    summary = runner(config, tmp_path).run_training()
+    assert summary.updates_this_run >= 2
+    lines = (summary.run_dir / "metrics.jsonl").read_text().splitlines()
+    rates = [json.loads(line)["charts/learning_rate"] for line in lines]
+    assert all(0.0 < rate < 1e-3 for rate in rates)
+    assert rates == sorted(rates, reverse=True) and rates[-1] < rates[0]
