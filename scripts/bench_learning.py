@@ -109,7 +109,8 @@ def main(
         ("random", RandomPolicy(), True),
         ("heuristic", ReactiveHeuristic(), True),
     ):
-        env = backend(eval_scenes, len(eval_scenes), episode_steps)  # one drone per held-out scene
+        # one drone per held-out scene (spread_start_scenes; up to scene.max_cached_scenes of them)
+        env = backend(eval_scenes, len(eval_scenes), episode_steps)
         report = evaluate_policy(  # type: ignore[arg-type]
             policy, env, episodes * len(eval_scenes), deterministic=deterministic, seed=seed + 1000
         )
