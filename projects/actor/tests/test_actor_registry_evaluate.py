@@ -67,17 +67,57 @@ def test_known_answers_for_a_hovering_and_a_flying_policy() -> None:
     assert report.mean_length == 3 and report.path_length == pytest.approx(2 * 0.5, rel=1e-5)
 
 
-def test_baselines_act_in_range_and_heuristic_turns_to_open_space() -> None:
-    obs = torch.zeros(2, 3, 16, 8)
-    obs[0, 0, 4] = 1.0  # drone 0: open space at +90 degrees
-    obs[1, 0, 0] = 1.0  # drone 1: open space straight ahead
-    obs[1, 0, 1] = 1.0
-    obs[1, 0, 15] = 1.0
-    action = ReactiveHeuristic().act(obs, torch.zeros(2, 0), torch.zeros(2, dtype=torch.bool)).action
-    assert action[0, 3] > 0.9 and action[0, 0] == 0.0
-    assert action[1, 0] > 0.9 and action[1, 3] == 0.0
-    random = RandomPolicy().act(obs, torch.zeros(2, 0), torch.zeros(2, dtype=torch.bool)).action
-    assert random.abs().max() <= 1.0
+def heuristic_action(depth_m: torch.Tensor, horizon_m: float = 30.0) -> torch.Tensor:
+    """The heuristic's action for one drone seeing ``depth_m`` [Az, El] metres (16 x 8 rays)."""
+    obs = torch.zeros(1, 3, *depth_m.shape)
+    obs[0, 0] = (depth_m / horizon_m).clamp(max=1.0)
+    return (
+        ReactiveHeuristic(horizon_m=horizon_m)
+        .act(obs, torch.zeros(1, 0), torch.zeros(1, dtype=torch.bool))
+        .action[0]
+    )
+
+
+def test_heuristic_flies_straight_at_full_speed_when_clear_even_with_floor_and_ceiling_near() -> None:
+    depth = torch.full((16, 8), 30.0)
+    depth[:, :2] = 1.5  # floor rays (elevation -79 and -56 degrees) close below
+    depth[:, -2:] = 1.5  # and the ceiling close above: neither is in the way of level flight
+    action = heuristic_action(depth)
+    assert action[0] == 1.0 and action[1] == 0.0 and action[2] == 0.0 and action[3] == 0.0
+
+
+def test_heuristic_turns_on_the_spot_towards_the_open_side_when_blocked() -> None:
+    depth = torch.full((16, 8), 0.8)  # walled in at 0.8 m ...
+    depth[3:6] = 30.0  # ... except around +90 degrees (bins 3-5)
+    action = heuristic_action(depth)
+    assert action[0] == 0.0 and action[3] == 1.0
+    mirrored = heuristic_action(depth.flip(0).roll(1, dims=0))  # the opening at -90 degrees
+    assert mirrored[0] == 0.0 and mirrored[3] == -1.0
+
+
+def test_heuristic_slows_as_the_way_ahead_closes_and_drifts_towards_the_open_front() -> None:
+    speeds = []
+    for wall_m in (1.0, 2.0, 3.0, 4.0):
+        depth = torch.full((16, 8), wall_m)
+        depth[1:5] = 30.0  # open at +22.5..+90 degrees: with the +-22.5 degree window, the corridor
+        # at +45 degrees (bins 1-3) is the most open direction in the front sector
+        action = heuristic_action(depth)
+        speeds.append(float(action[0]))
+        assert action[3] > 0.0  # steers towards the open side
+    assert speeds[0] == 0.0 and speeds == sorted(speeds) and speeds[-1] == 1.0
+
+
+def test_heuristic_rejects_inconsistent_thresholds() -> None:
+    with pytest.raises(ValueError, match="stop_m"):
+        ReactiveHeuristic(stop_m=4.0, full_speed_m=2.0)
+    with pytest.raises(ValueError, match="horizon_m"):
+        ReactiveHeuristic(horizon_m=0.0)
+
+
+def test_random_baseline_acts_in_range() -> None:
+    obs = torch.zeros(64, 3, 16, 8)
+    random = RandomPolicy().act(obs, torch.zeros(64, 0), torch.zeros(64, dtype=torch.bool)).action
+    assert random.abs().max() <= 1.0 and random.std() > 0.3
 
 
 def test_episode_count_must_be_positive() -> None:
