@@ -176,7 +176,11 @@ def targets(results: dict[str, dict[str, float]]) -> dict[str, Any]:
     help="stratified: the last share of every family; tail: the last share of the corpus.",
 )
 @click.option(
-    "--episodes", type=int, default=2, show_default=True, help="Evaluation episodes per held-out scene."
+    "--episodes",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Evaluation episodes per held-out scene; fewer make the verdict noisy (docs/training.md).",
 )
 @click.option("--episode-steps", type=int, default=500, show_default=True, help="Evaluation truncation.")
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")

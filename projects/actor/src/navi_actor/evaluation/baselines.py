@@ -37,7 +37,7 @@ class ReactiveHeuristic:
     open direction in front, and turn on the spot towards the most open direction overall when blocked.
 
     It is the controller one writes by hand without learning or memory, and it really flies (about
-    0.25 m per step on the held-out corpus, without colliding), so a learned policy beats it on
+    0.23 m per step on the held-out corpus, colliding on 0-2.3 % of steps), so a learned policy beats it on
     coverage only through what it remembers and plans, not merely by moving. Two choices make that so:
 
     - only rays within ``band_deg`` of the horizontal count as obstacles: for level flight the floor
