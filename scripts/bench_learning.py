@@ -63,11 +63,6 @@ def backend_settings(episode_steps: int | None) -> Any:
     return EnvironmentSettings(**overrides)
 
 
-def horizon_m(episode_steps: int | None) -> float:
-    """The evaluation sensor's horizon, which the heuristic needs to read depth in metres."""
-    return float(backend_settings(episode_steps).sensor.horizon_m)
-
-
 def trained_policy(train_scenes: list[Path], minutes: float, seed: int) -> tuple[Any, dict[str, Any]]:
     """Train the default trainer on ``train_scenes`` for ``minutes``; (policy, what the JSON reports)."""
     values: dict[str, Any] = {
@@ -126,11 +121,12 @@ def evaluate_all(
 ) -> dict[str, dict[str, float]]:
     """The learned policy (sampled and mean action) and both baselines on the same held-out drones."""
     results = {}
+    horizon_m = backend_settings(episode_steps).sensor.horizon_m  # the heuristic reads depth in metres
     for name, candidate, deterministic in (
         ("learned", policy, False),
         ("learned_mean_action", policy, True),
         ("random", RandomPolicy(), True),
-        ("heuristic", ReactiveHeuristic(horizon_m=horizon_m(episode_steps)), True),
+        ("heuristic", ReactiveHeuristic(horizon_m=horizon_m), True),
     ):
         # one drone per held-out scene (spread_start_scenes; up to scene.max_cached_scenes of them)
         env = backend(eval_scenes, len(eval_scenes), episode_steps)
