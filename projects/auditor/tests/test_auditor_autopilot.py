@@ -73,3 +73,39 @@ def test_batch_rows_are_independent_and_in_range() -> None:
     noise = torch.rand(16, 3, Az, El)
     assert pilot()(noise).abs().max() <= 1.0
     assert math.isfinite(float(pilot()(noise).sum()))
+
+
+def test_a_blocked_heading_does_not_outscore_open_space_behind() -> None:
+    """Issue 23: 0.995 m ahead beat 4.09 m of free space at 146 degrees and the drone hovered."""
+    walls = {angle: 1.0 for angle in range(0, 360, 30) if abs(((angle - 146 + 180) % 360) - 180) > 40}
+    walls[0] = 0.995
+    walls[146] = 4.09
+    action = pilot()(room_obs(walls))[0]
+    assert action[0] == 0.0  # no forward into the wall
+    assert action[3] > 0.5  # turning toward the open side (146 degrees is to the left)
+
+
+def test_blocked_everywhere_turns_in_place_instead_of_hovering() -> None:
+    settings = AutopilotSettings()
+    boxed = room_obs(dict.fromkeys(range(0, 360, 15), 0.7))
+    action = pilot()(boxed)[0]
+    assert action[0] == 0.0
+    assert abs(float(action[3])) >= settings.turn_yaw  # stop_distance_m: turn in place, never all zero
+
+
+def test_a_corner_off_the_nose_blocks_the_path_and_pushes_away() -> None:
+    """A pillar edge 40 degrees left at 0.45 m: no single ray ahead sees it, the drone's body does."""
+    obs = room_obs({})
+    azimuth = torch.arange(Az) * 360.0 / Az
+    near = ((azimuth - 40 + 180) % 360 - 180).abs() <= 6
+    obs[0, 0, near, 6:10] = 0.45 / HORIZON
+    action = pilot()(obs)[0]
+    assert action[0] < 0.2  # slows hard (it flew into the corner at 0.66 and stayed wedged)
+    assert action[2] < 0  # and strafes right, away from it
+
+
+def test_nothing_close_below_means_no_sinking() -> None:
+    obs = room_obs({}, floor=3.5, ceiling=3.0)  # 3.5 m above the floor: wants to sink to 1.5 m
+    assert pilot()(obs)[0, 1] < 0
+    obs[0, 0, 10:14, 3] = 0.4 / HORIZON  # a shelf top 0.4 m away below the level band
+    assert pilot()(obs)[0, 1] >= 0.0

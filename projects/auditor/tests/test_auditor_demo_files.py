@@ -79,6 +79,7 @@ def test_a_crash_keeps_every_flushed_part(tmp_path) -> None:
     path = tmp_path / "demo.npz"
     writer = DemoWriter(path, SHAPE, {"pilot": "crashy"}, part_frames=4)
     fill(writer, 10)  # two parts flushed (8 frames), 2 frames still in memory: "crash" now
+    writer.sync()  # parts are written by a background thread: wait until both are on disk
     del writer
     parts = parts_folder(path)
     assert not path.exists() and parts.is_dir()
@@ -154,3 +155,41 @@ def test_streamed_merge_equals_concatenation_for_any_part_size(tmp_path_factory,
     for name in FRAME_FIELDS:
         np.testing.assert_array_equal(merged.frames[name], whole.frames[name], err_msg=name)
     assert merged.segment_seeds.tolist() == whole.segment_seeds.tolist()
+
+
+def test_parts_and_final_file_are_deflated_and_exact(tmp_path) -> None:
+    """Issue 23: demonstrations were stored raw (147 KB per frame at 256x48)."""
+    path = tmp_path / "demo.npz"
+    writer = DemoWriter(path, SHAPE, {}, part_frames=4)
+    fill(writer, 6)
+    writer.sync()
+    with zipfile.ZipFile(parts_folder(path) / "part_000000.npz") as part:
+        assert {info.compress_type for info in part.infolist()} == {zipfile.ZIP_DEFLATED}
+    writer.close()
+    with zipfile.ZipFile(path) as archive:
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_DEFLATED}
+    first = np.random.default_rng(0).random((3, *SHAPE), dtype=np.float32)
+    np.testing.assert_array_equal(load_demonstration(path).observations[0], first)
+
+
+def _hover(writer: DemoWriter, frames: int, moving: int) -> None:
+    writer.begin_segment("scene", 0)
+    for i in range(frames):
+        x = float(min(i, moving))  # moves 1 m per frame for ``moving`` frames, then hovers
+        writer.add(
+            np.zeros((3, *SHAPE), np.float32), np.zeros(4, np.float32), episode_start=i == 0, reward=0.0,
+            terminated=False, truncated=False, collision=False, position=np.array([x, 0, 1], np.float32),
+            yaw=0.0, timestamp=float(i),
+        )  # fmt: skip
+
+
+def test_a_mostly_stationary_recording_is_warned_about(tmp_path) -> None:
+    hovering = DemoWriter(tmp_path / "hover.npz", SHAPE, {})
+    _hover(hovering, 40, moving=5)
+    hovering.close()
+    assert hovering.stationary_share == 34 / 40  # frames 6..39 did not move since the previous one
+    assert "stood still in 85% of the 40 recorded frames" in (hovering.stationary_warning() or "")
+    flying = DemoWriter(tmp_path / "fly.npz", SHAPE, {})
+    _hover(flying, 40, moving=40)
+    flying.close()
+    assert flying.stationary_share == 0.0 and flying.stationary_warning() is None

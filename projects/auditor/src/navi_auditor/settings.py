@@ -65,6 +65,15 @@ class AutopilotSettings(SettingsGroup):
         default=3.0, gt=0.0, description="Forward speed falls below this clearance."
     )
     stop_distance_m: float = Field(default=1.0, gt=0.0, description="Turn in place below this clearance.")
+    creep: float = Field(
+        default=0.25, ge=0.0, le=1.0, description="Share of cruise kept down to stop_distance_m (then turn)."
+    )
+    turn_yaw: float = Field(
+        default=0.6, gt=0.0, le=1.0, description="Least yaw command while turning in place (blocked ahead)."
+    )
+    corridor_m: float = Field(
+        default=0.5, gt=0.0, description="Half-width of the path checked ahead (above the drone radius)."
+    )
     yaw_gain: float = Field(default=1.5, gt=0.0, description="Yaw command per radian of heading error.")
     lateral_gain: float = Field(default=0.5, ge=0.0, description="Side-centring command strength.")
     altitude_gain: float = Field(

@@ -169,6 +169,16 @@ def explore_main(
         if publisher is not None:
             publisher.close()
     steps = session.total_steps if summary is None else summary.steps
-    click.echo(f"flew {steps} steps in {session.scene_number + 1} scene(s), {session.collisions} collisions")
+    report_flight(steps, session.scene_number + 1, session.collisions, written, writer)
+
+
+def report_flight(
+    steps: int, scenes: int, collisions: int, written: Path | None, writer: DemoWriter | None
+) -> None:
+    """The closing lines: what was flown, where the demonstration went, and a hovering warning."""
+    click.echo(f"flew {steps} steps in {scenes} scene(s), {collisions} collisions")
     if written is not None:
         click.echo(f"demonstration: {written}")
+    warning = writer.stationary_warning() if writer is not None else None
+    if warning is not None:
+        click.echo(warning, err=True)
