@@ -158,3 +158,33 @@ def test_sigterm_finishes_the_demonstration(tmp_path: Path) -> None:
             process.kill()
     assert process.returncode == 0 and b"demonstration:" in stdout
     assert not parts.exists() and len(load_demonstration(out)) >= 16
+
+
+def test_repeated_sigterm_while_finishing_loses_nothing(tmp_path: Path) -> None:
+    """A supervisor that sends SIGTERM again (or an impatient user) must not tear the finish: every
+    recorded frame ends up in the merged file and the explorer exits 0."""
+    scene = compile_room(tmp_path / "room.gmdag")
+    out = tmp_path / "killed.npz"
+    env = {**os.environ, "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32", "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
+           "NAVI_AUDITOR_DEMOS__PART_FRAMES": "8"}  # fmt: skip
+    command = [str(Path(sys.executable).parent / "explore"), "--autopilot", "--record", "--out", str(out),
+               "--gmdag-file", str(scene), "--max-steps", "100000", "--pub", "none"]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=REPO)  # fmt: skip
+    try:
+        parts = out.with_suffix(".parts")
+        deadline, tick = time.monotonic() + 120, threading.Event()
+        while not list(parts.glob("part_000003.npz")):
+            assert process.poll() is None and time.monotonic() < deadline, "explorer exited or stalled"
+            tick.wait(0.05)
+        for _ in range(20):  # a burst: the later ones land while the demonstration is being finished
+            process.send_signal(signal.SIGTERM)
+            tick.wait(0.01)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert b"demonstration:" in stdout and b"Traceback" not in stderr
+    flew = int(stdout.split(b"flew ")[1].split(b" steps")[0])
+    assert not parts.exists() and len(load_demonstration(out)) == flew >= 32

@@ -3,6 +3,7 @@ environment, and stops everything together on Ctrl+C."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -98,3 +99,50 @@ def test_navi_stack_runs_restarts_and_stops_together(tmp_path: Path) -> None:
         if launcher.poll() is None:
             launcher.kill()
             launcher.wait()
+
+
+def test_navi_stack_on_sigterm_stops_its_children_and_exits_0(tmp_path: Path) -> None:
+    """SIGTERM used to kill the launcher alone and leave the environment and the brain running."""
+    from navi_environment.corpus.settings import CompileSettings
+    from navi_environment.corpus.sources import compile_source
+    from navi_environment.gmdag.writer import write_gmdag
+
+    scene = tmp_path / "hall.gmdag"
+    write_gmdag(compile_source("procedural:hall:seed=1", CompileSettings(), resolution=32).asset, scene)
+    ports = [free_tcp_endpoint().rsplit(":", 1)[1] for _ in range(3)]
+    env = {
+        **os.environ,
+        "NAVI_ACTOR_SERVICE__SUB_ENDPOINT": f"tcp://127.0.0.1:{ports[0]}",
+        "NAVI_ACTOR_SERVICE__STEP_ENDPOINT": f"tcp://127.0.0.1:{ports[1]}",
+        "NAVI_ACTOR_SERVICE__PUB_ENDPOINT": f"tcp://127.0.0.1:{ports[2]}",
+        "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
+        "NAVI_ACTOR_TEMPORAL_CORE": "gru",
+        "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32",
+        "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
+        "NAVI_ACTOR_LOG_JSON": "true",
+        "NAVI_ENV_LOG_JSON": "true",
+    }
+    argv = [sys.executable, "-c", "from navi_actor.launcher import main; main()"]
+    launcher = subprocess.Popen(
+        [*argv, "--gmdag-file", str(scene), "--actors", "1"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    output = OutputWatcher(launcher)
+    pids: list[int] = []
+    try:
+        started = [output.wait_for(rf"\"child\": \"{name}\", \"pid\": (\d+)") for name in ("env", "brain")]
+        pids = [int(match.group(1)) for match in started]
+        output.wait_for(r"\[brain\] .*actor\.service\.synced")
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(timeout=20) == 0
+        output.wait_for(r"navi-stack: stopped \(status 0\)")
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+        for pid in pids:  # never leave a child behind, whatever happened
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    stopped = [line for line in output.lines if "stack.child.stopped" in line]
+    assert len(stopped) == 2 and all('"code": 0' in line for line in stopped)  # each stopped cleanly
+    assert not any("Aborted" in line or "Traceback" in line for line in output.lines)

@@ -61,6 +61,7 @@ class Child:
             text=True,
             errors="replace",
             creationflags=flags,
+            start_new_session=sys.platform != "win32",  # the terminal's Ctrl+C is the launcher's to relay
         )
         self._pump = threading.Thread(target=self._copy_output, name=f"pump-{spec.name}", daemon=True)
         self._pump.start()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
 
 from navi_actor.launcher.child import ChildSpec
+from navi_contracts.signals import on_termination, raise_interrupt
 
 _ENV_ENTRY = "import sys; from navi_environment.cli import main; sys.exit(main())"
 
@@ -106,6 +109,37 @@ def main(
     exits by itself is restarted with a back-off (the brain re-synchronises with a restarted
     environment); one that keeps failing stops the stack. --on-exit stop stops everything instead.
     """
+    try:
+        with on_termination(raise_interrupt):  # start-up: nothing is running yet, just leave
+            supervisor = _build_supervisor(with_dashboard=with_dashboard, gmdag_file=gmdag_file,
+                                           corpus=corpus, actors=actors, mode=mode, checkpoint=checkpoint,
+                                           deterministic=deterministic, on_exit=on_exit)  # fmt: skip
+    except KeyboardInterrupt:
+        click.echo("navi-stack: interrupted before anything started", err=True)
+        return
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        supervisor.wake()
+
+    with on_termination(request_stop):  # Ctrl+C, SIGTERM, SIGHUP: stop the children in order, exit 0
+        code = supervisor.run(stop)
+    click.echo(f"navi-stack: stopped (status {code})", err=True)
+    sys.exit(code)
+
+
+def _build_supervisor(
+    *,
+    with_dashboard: bool | None,
+    gmdag_file: Path | None,
+    corpus: Path | None,
+    actors: int,
+    mode: str | None,
+    checkpoint: Path | None,
+    deterministic: bool | None,
+    on_exit: str | None,
+) -> Any:
     from navi_actor.launcher.supervisor import Supervisor
     from navi_actor.service.command import build_brain_settings
     from navi_contracts.logging import configure_logging
@@ -122,13 +156,10 @@ def main(
     specs = stack_specs(settings, gmdag_file=gmdag_file, corpus=corpus, actors=actors)
     click.echo(f"navi-stack: starting {', '.join(spec.name for spec in specs)} (Ctrl+C stops all)", err=True)
     launcher = settings.launcher
-    supervisor = Supervisor(
+    return Supervisor(
         specs,
         on_exit=launcher.on_exit,
         max_restarts=launcher.max_restarts,
         restart_window_s=launcher.restart_window_s,
         grace_s=launcher.grace_s,
     )
-    code = supervisor.run()
-    click.echo(f"navi-stack: stopped (status {code})", err=True)
-    sys.exit(code)

@@ -8,7 +8,10 @@ Policy when a child exits by itself (documented in ``docs/service.md``):
   within ``restart_window_s`` means it is broken: everything is stopped and the launcher fails.
 - ``stop``: stop every other child and exit with that child's status.
 
-Ctrl+C (or ``stop`` being set) stops all children, the brain before the environment, and returns.
+Ctrl+C (or ``stop`` being set: ``navi-stack`` sets it on SIGINT, SIGTERM and SIGHUP) stops all
+children, the brain before the environment, and returns 0. On POSIX the children run in their own
+session, so a Ctrl+C in the terminal reaches only the launcher, which stops each child once, in
+order (a second, direct SIGINT used to catch a child in its own shutdown and kill it).
 """
 
 from __future__ import annotations
@@ -114,6 +117,10 @@ class Supervisor:
             return True
         self.children[spec.name] = Child(spec, self._changed, self.out)
         return True
+
+    def wake(self) -> None:
+        """Make the watch loop look at ``stop`` and the children now (safe from a signal handler)."""
+        self._changed.set()
 
     def stop_all(self) -> None:
         """Stop every running child, the last started first (brain before environment)."""

@@ -10,7 +10,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import click
@@ -46,6 +45,7 @@ def start_process(settings: Any, default_torch_threads: int | None = None) -> No
         settings: resolved ``BrainSettings``.
         default_torch_threads: threads when ``train.torch_threads`` is unset (None: torch's choice).
     """
+    interrupt_on_termination()
     import torch
 
     from navi_contracts.logging import configure_logging
@@ -55,12 +55,14 @@ def start_process(settings: Any, default_torch_threads: int | None = None) -> No
     if threads is not None:
         torch.set_num_threads(threads)
 
-    def _interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, _interrupt)
-    if sys.platform == "win32":  # the launcher stops children with CTRL_BREAK_EVENT there
-        signal.signal(getattr(signal, "SIGBREAK", signal.SIGTERM), _interrupt)
+def interrupt_on_termination() -> None:
+    """SIGTERM, SIGHUP (and CTRL_BREAK_EVENT, how the launcher stops a Windows child) raise
+    ``KeyboardInterrupt`` like Ctrl+C, from here on: one shutdown path for every way to stop."""
+    from navi_contracts.signals import raise_interrupt, termination_signals
+
+    for signum in termination_signals():
+        signal.signal(signum, raise_interrupt)
 
 
 def exit_now(code: int) -> None:
@@ -125,6 +127,34 @@ def serve(
     is back. Async mode acts on the latest published observation and publishes actions for an
     environment that steps on them. Telemetry: actor.service.* events and actor 0's observation.
     """
+    interrupt_on_termination()  # before the slow imports: a stop during start-up is a stop too
+    try:
+        _serve_until_stopped(
+            mode=mode, sub_endpoint=sub_endpoint, pub_endpoint=pub_endpoint, step_endpoint=step_endpoint,
+            checkpoint=checkpoint, deterministic=deterministic, seed=seed, total_steps=total_steps,
+            request_timeout_ms=request_timeout_ms, wait_for_subscribers=wait_for_subscribers, device=device,
+            torch_threads=torch_threads,
+        )  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl+C, SIGTERM or SIGHUP: sockets are closed by now; a clean stop
+        click.echo("brain: interrupted, sockets closed", err=True)
+        exit_now(0)
+
+
+def _serve_until_stopped(
+    *,
+    mode: str | None,
+    sub_endpoint: str | None,
+    pub_endpoint: str | None,
+    step_endpoint: str | None,
+    checkpoint: Path | None,
+    deterministic: bool | None,
+    seed: int | None,
+    total_steps: int | None,
+    request_timeout_ms: int | None,
+    wait_for_subscribers: int | None,
+    device: str | None,
+    torch_threads: int | None,
+) -> None:
     from navi_actor.checkpoints import CheckpointError
     from navi_actor.service.brain import run_brain
     from navi_contracts import PeerTimeoutError
@@ -147,9 +177,6 @@ def serve(
     start_process(settings, default_torch_threads=SERVICE_TORCH_THREADS)
     try:
         steps = run_brain(settings, artifacts_dir(settings))
-    except KeyboardInterrupt:
-        click.echo("brain: interrupted, sockets closed", err=True)
-        exit_now(130)
     except (CheckpointError, PeerTimeoutError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     click.echo(f"brain: stopped after {steps} steps", err=True)

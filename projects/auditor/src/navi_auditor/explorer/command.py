@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import secrets
-import signal
+import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +19,7 @@ from navi_auditor.explorer.terminal import Terminal
 from navi_auditor.provenance import provenance
 from navi_auditor.settings import AuditorSettings
 from navi_contracts import Publisher, artifacts_root, configure_logging
+from navi_contracts.signals import on_termination, set_event
 
 if TYPE_CHECKING:
     from navi_environment.config import EnvironmentSettings
@@ -43,15 +46,14 @@ def demo_metadata(settings: AuditorSettings, env_settings: EnvironmentSettings, 
     }
 
 
-def interrupt_on_termination() -> None:
-    """Turn SIGTERM and SIGHUP (a closed SSH session) into KeyboardInterrupt, so the terminal is
-    restored and the demonstration finished on those paths too (installed by the entry point only)."""
-
-    def raise_interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, raise_interrupt)
+def _open_writer(
+    settings: AuditorSettings, env_settings: EnvironmentSettings, pilot: str, out: Path | None
+) -> DemoWriter:
+    path = out or default_demo_path(settings, pilot)
+    if path.exists():
+        raise click.ClickException(f"{path} exists; demonstrations are never overwritten")
+    shape = (env_settings.sensor.azimuth_bins, env_settings.sensor.elevation_bins)
+    return DemoWriter(path, shape, demo_metadata(settings, env_settings, pilot), settings.demos.part_frames)
 
 
 def open_publisher(endpoint: str | None) -> Publisher | None:
@@ -135,41 +137,44 @@ def explore_main(
     except SceneSourceError as error:
         raise click.ClickException(str(error)) from error
     pilot = "autopilot" if autopilot else "keyboard"
-    publisher = open_publisher(explore.publish)
-    writer = None
-    if record:
-        path = out or default_demo_path(settings, pilot)
-        if path.exists():
-            raise click.ClickException(f"{path} exists; demonstrations are never overwritten")
-        shape = (env_settings.sensor.azimuth_bins, env_settings.sensor.elevation_bins)
-        writer = DemoWriter(
-            path, shape, demo_metadata(settings, env_settings, pilot), settings.demos.part_frames
+    stop = threading.Event()
+    # Ctrl+C, SIGTERM and SIGHUP (a closed SSH session) alike end the flight after the current step
+    # and finish the demonstration; a repeated signal while it is being finished changes nothing.
+    with on_termination(set_event(stop)):
+        publisher = open_publisher(explore.publish)
+        writer = _open_writer(settings, env_settings, pilot, out) if record else None
+        session = ExplorerSession(
+            env_settings, scene_files, base_seed=explore.seed, device=explore.device, writer=writer,
+            publisher=publisher,
+        )  # fmt: skip
+        sensor = env_settings.sensor
+        pilot_fn = Autopilot(
+            settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, explore.device
         )
-    session = ExplorerSession(
-        env_settings,
-        scene_files,
-        base_seed=explore.seed,
-        device=explore.device,
-        writer=writer,
-        publisher=publisher,
-    )
-    sensor = env_settings.sensor
-    pilot_fn = Autopilot(
-        settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, explore.device
-    )
-    summary = None
-    interrupt_on_termination()
-    try:
-        with terminal:
-            summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot).run()
-    except KeyboardInterrupt:
-        log.info("auditor.explore.interrupted", steps=session.total_steps)
-    finally:
-        written = session.close()
-        if publisher is not None:
-            publisher.close()
-    steps = session.total_steps if summary is None else summary.steps
-    report_flight(steps, session.scene_number + 1, session.collisions, written, writer)
+        summary = None
+        try:
+            with terminal:
+                summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot, stop=stop).run()
+        finally:
+            written = session.close()
+            if publisher is not None:
+                publisher.close()
+        steps = session.total_steps if summary is None else summary.steps
+        report_flight(steps, session.scene_number + 1, session.collisions, written, writer)
+        if stop.is_set():
+            log.info("auditor.explore.interrupted", steps=session.total_steps)
+            exit_stopped()
+
+
+def exit_stopped() -> None:
+    """Exit 0 at once once a stop request has been honoured (file written, terminal restored).
+
+    Interpreter shutdown with torch and numba loaded takes seconds; a repeated SIGTERM landing in it,
+    after the handlers are gone, would kill a process that already finished its work with -15.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def report_flight(

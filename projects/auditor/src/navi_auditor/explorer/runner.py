@@ -42,6 +42,8 @@ class ExplorerLoop:
         settings: pacing, view and scene limits.
         autopilot: the scripted pilot (used while autopilot is on).
         use_autopilot: start on autopilot.
+        stop: set (by the Ctrl+C/SIGTERM/SIGHUP handler) to end the flight after the current step,
+            so the frame being recorded is never torn.
     """
 
     def __init__(
@@ -51,13 +53,15 @@ class ExplorerLoop:
         settings: ExploreSettings,
         autopilot: Autopilot,
         use_autopilot: bool,
+        *,
+        stop: threading.Event | None = None,
     ) -> None:
         self.session, self.terminal, self.settings = session, terminal, settings
         self.autopilot, self.use_autopilot = autopilot, use_autopilot
         self.manual = ManualPilot(hold_steps=settings.key_hold_steps)
         self._pending = b""
         self._last_draw = 0.0
-        self._pause = threading.Event()  # only ever waited on with a timeout: interruptible pacing
+        self.stop = stop or threading.Event()  # also the pacing wait, so a stop cuts it short
 
     def _period(self) -> float:
         hz = self.settings.autopilot_hz if self.use_autopilot else self.settings.step_hz
@@ -77,7 +81,7 @@ class ExplorerLoop:
         quit_by_user = False
         if not self.session.next_scene():
             return ExploreSummary(0, 0, 0, False)
-        while True:
+        while not self.stop.is_set():
             tick = time.monotonic()
             commands = self.manual.press(parse_keys(self._pending + self.terminal.read(0.0)))
             self._pending = b""
@@ -102,7 +106,7 @@ class ExplorerLoop:
                 if self.terminal.interactive:
                     self._pending = self.terminal.read(wait)
                 else:
-                    self._pause.wait(wait)
+                    self.stop.wait(wait)
         return ExploreSummary(
             self.session.total_steps, self.session.scene_number + 1, self.session.collisions, quit_by_user
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -87,26 +86,33 @@ def serve_command(
     Without --gmdag-file/--corpus the configured corpus folder (compile.corpus_dir under artifacts/)
     is used.
     """
-    from navi_environment.backend import SdfDagBackend
-    from navi_environment.server.service import scene_sources, serve
+    from navi_contracts.signals import on_termination, raise_interrupt, set_event
 
-    settings = environment_settings(horizon)
-    config = build_server_config(
-        settings.server, mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint,
-        action_sub=action_sub, seed=seed, republish_ms=republish_ms,
-    )  # fmt: skip
+    # Ctrl+C, SIGTERM and SIGHUP alike: while loading they interrupt at once; once serving they set
+    # ``stop``, and the loop closes its sockets at the next poll. Either way the exit status is 0.
     try:
-        paths = scene_sources(gmdag_file, corpus)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from error
-    backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
+        with on_termination(raise_interrupt):
+            from navi_environment.backend import SdfDagBackend
+            from navi_environment.server.service import scene_sources
+
+            settings = environment_settings(horizon)
+            config = build_server_config(
+                settings.server, mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint,
+                action_sub=action_sub, seed=seed, republish_ms=republish_ms,
+            )  # fmt: skip
+            try:
+                paths = scene_sources(gmdag_file, corpus)
+            except ValueError as error:
+                raise click.UsageError(str(error)) from error
+            backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
+    except KeyboardInterrupt:
+        click.echo("interrupted while loading; nothing served")
+        return
+    from navi_environment.server.service import serve
+
     stop = threading.Event()
-    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with on_termination(set_event(stop)):
         served = serve(backend, config.pub_endpoint or None, config.rep_endpoint, stop, config)
-    finally:
-        for sig, previous in handlers.items():
-            signal.signal(sig, previous)
     click.echo(f"served {served} requests")
 
 
