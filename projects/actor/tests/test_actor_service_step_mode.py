@@ -185,8 +185,8 @@ def test_brain_skips_malformed_and_refused_replies(brain_thread: Any) -> None:
 
 
 def test_no_environment_means_retries_not_a_hang(checkpoint: Path, tmp_path: Path) -> None:
-    stop = threading.Event()
-    settings = brain_settings(free_tcp_endpoint(), checkpoint, tmp_path)
+    stop = threading.Event()  # past the (short) readiness wait, every failed request warns
+    settings = brain_settings(free_tcp_endpoint(), checkpoint, tmp_path, env_ready_timeout_ms=100)
     with capture_logs() as logs:
         thread = threading.Thread(target=run_brain, args=(settings, tmp_path, stop), daemon=True)
         thread.start()
@@ -201,3 +201,37 @@ def test_request_before_reset_is_refused_by_the_bridge() -> None:
     bridge = VectorEnvBridge(PointGoalEnv(1))
     with pytest.raises(RuntimeError, match="reset"):
         bridge(StepRequest(request_id=1, actions=sample_action(batch=1)))
+
+
+def test_brain_waits_quietly_for_a_loading_environment(checkpoint: Path, tmp_path: Path) -> None:
+    """Issue 23: the brain warned env_unreachable while the environment was still loading."""
+    endpoint, stop = free_tcp_endpoint(), threading.Event()
+    settings = brain_settings(endpoint, checkpoint, tmp_path, env_ready_timeout_ms=60_000)
+    bridge = CountingBridge(PointGoalEnv(2), target=5)
+    with capture_logs() as logs:
+        thread = threading.Thread(target=run_brain, args=(settings, tmp_path, stop), daemon=True)
+        thread.start()
+        stop.wait(1.5)  # "loading": five request timeouts of 300 ms pass without an environment
+        with serve_in_thread(bridge, endpoint):
+            assert bridge.reached.wait(30)
+            stop.set()
+            thread.join(timeout=3)
+    assert not thread.is_alive()
+    assert not [entry for entry in logs if entry["log_level"] in ("warning", "error")]
+    assert bridge.resets == 1  # its first reset was answered: no failed attempt, no re-sync
+    events = [entry["event"] for entry in logs]
+    assert events.index("actor.service.waiting_for_env") < events.index("actor.service.env_reachable")
+
+
+def test_brain_warns_once_the_environment_is_late(checkpoint: Path, tmp_path: Path) -> None:
+    stop = threading.Event()
+    settings = brain_settings(free_tcp_endpoint(), checkpoint, tmp_path, env_ready_timeout_ms=300)
+    with capture_logs() as logs:
+        thread = threading.Thread(target=run_brain, args=(settings, tmp_path, stop), daemon=True)
+        thread.start()
+        thread.join(timeout=1.0)
+        stop.set()
+        thread.join(timeout=2.0)
+    assert not thread.is_alive()
+    unreachable = [entry for entry in logs if entry["event"] == "actor.service.env_unreachable"]
+    assert unreachable and "after 0.3 s" in unreachable[0]["reason"]

@@ -120,7 +120,10 @@ class AsyncModeLoop:
             self.publisher.publish(topics.ACTION, self._last_action)
             self._last_sent = now
             self.telemetry.count("resent_actions")
-        if not self._silent and (now - self._last_seen) * 1e3 >= self.config.silence_warning_ms:
+        # before the first observation the environment may still be loading: wait quietly longer
+        config = self.config
+        patience = config.silence_warning_ms if self._last is not None else config.env_ready_timeout_ms
+        if not self._silent and (now - self._last_seen) * 1e3 >= patience:
             self._silent = True
             log.warning(
                 "actor.service.env_silent",

@@ -40,6 +40,12 @@ class ServiceConfig(SettingsGroup):
         gt=0,
         description="Async mode: re-publish the last action when no newer observation came in this long.",
     )
+    env_ready_timeout_ms: int = Field(
+        default=120_000,
+        gt=0,
+        description="Wait this long, quietly, for the environment to come up (it may be loading a corpus) "
+        "before warning that it is unreachable.",
+    )
     silence_warning_ms: int = Field(
         default=3000, gt=0, description="Async mode: warn when no observation arrived for this long."
     )

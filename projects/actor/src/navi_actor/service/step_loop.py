@@ -5,6 +5,11 @@ read terminated/truncated and the next observation from the StepResult -> repeat
 environment link (no reply after the retries, an error reply, a malformed reply) drops the drones'
 memory and re-synchronises with a new reset, so an environment restart mid-run costs one reset, not
 the service. The REQ client never waits longer than ``request_timeout_ms x (1 + retries)``.
+
+At start-up the environment is usually still loading its scenes (seconds to minutes for a corpus).
+The loop first waits, quietly, until the environment's endpoint accepts a connection (it binds only
+once loaded), and warns ``actor.service.env_unreachable`` only if that takes longer than
+``env_ready_timeout_ms``; after that, every failed request warns at once as before.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import torch
 from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.service.brain_core import BrainCore
 from navi_actor.service.config import ServiceConfig
+from navi_actor.service.readiness import wait_until_reachable
 from navi_contracts import (
     ContractError,
     PeerTimeoutError,
@@ -66,6 +72,7 @@ class StepModeLoop:
         """Serve until stopped; returns the number of acting steps taken."""
         result: StepResult | None = None
         total = self.config.total_steps
+        self._wait_for_environment(stop)
         while not stop.is_set() and (total is None or self.steps < total):
             if result is None:
                 result = self._resync(stop)
@@ -73,6 +80,20 @@ class StepModeLoop:
             result = self._step(result)
         self.telemetry.publish_stats(self.steps)
         return self.steps
+
+    def _wait_for_environment(self, stop: threading.Event) -> None:
+        """Quietly wait until the environment accepts connections (or ``env_ready_timeout_ms``)."""
+        endpoint, timeout_s = self.client.endpoint, self.config.env_ready_timeout_ms / 1e3
+        log.info("actor.service.waiting_for_env", endpoint=endpoint, timeout_s=timeout_s)
+        started = time.monotonic()
+        if wait_until_reachable(endpoint, stop, timeout_s):
+            waited = round(time.monotonic() - started, 1)
+            log.info("actor.service.env_reachable", endpoint=endpoint, seconds=waited)
+        elif not stop.is_set():
+            log.warning(
+                "actor.service.env_unreachable", endpoint=endpoint,
+                reason=f"nothing accepts connections after {timeout_s:g} s; still trying",
+            )  # fmt: skip
 
     def _resync(self, stop: threading.Event) -> StepResult | None:
         """Reset the environment (seed + number of earlier re-syncs) and the drones' memory."""
