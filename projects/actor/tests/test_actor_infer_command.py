@@ -87,7 +87,7 @@ def test_inference_publishes_stats_and_actor_zero_observation() -> None:
     assert isinstance(stats, TelemetryEvent) and stats.event_type == "actor.inference.stats"
     assert stats.payload["steps"] == 12 and stats.payload["drone_steps"] == 24
     assert stats.payload["episodes"] == 4  # 2 drones x (12 // 5) truncations
-    assert math.isfinite(stats.payload["mean_episode_return"])
+    assert math.isfinite(stats.payload["episode_return"])
     assert stats.payload["latency_p99_ms"] >= stats.payload["latency_p50_ms"] > 0
     observations = received[topics.DISTANCE_MATRIX]  # rate-limited to ~10 Hz: at most one per step
     assert 1 <= len(observations) <= 12
@@ -102,6 +102,6 @@ def test_stats_window_rates_use_the_clock() -> None:
     now[0] += 2.0
     payload = telemetry.maybe_publish(torch.zeros(2, 3, 4, 2), step_id=30)
     assert payload is not None
-    assert payload["steps_per_second"] == pytest.approx(15.0)
-    assert payload["episodes"] == 30 and payload["mean_episode_return"] == pytest.approx(2.0)
+    assert payload["sps"] == pytest.approx(15.0)
+    assert payload["episodes"] == 30 and payload["episode_return"] == pytest.approx(2.0)
     assert telemetry.maybe_publish(torch.zeros(2, 3, 4, 2), step_id=31) is None

@@ -18,12 +18,12 @@ import structlog
 import torch
 
 from navi_actor.config import TelemetryConfig
-from navi_contracts import DistanceMatrix, Publisher, TelemetryEvent, topics
+from navi_contracts import DistanceMatrix, Publisher, TelemetryEvent, telemetry_names, topics
 
 log = structlog.get_logger()
 
-UPDATE_EVENT = "actor.training.ppo.update"
-HEARTBEAT_EVENT = "actor.training.heartbeat"
+UPDATE_EVENT = telemetry_names.TRAINING_UPDATE
+HEARTBEAT_EVENT = telemetry_names.TRAINING_HEARTBEAT
 
 
 def observation_message(obs: torch.Tensor, step_id: int, episode_id: int = 0) -> DistanceMatrix:

@@ -1,34 +1,19 @@
 """One spelling per metric, whichever convention the producer uses.
 
-The dashboard charts short names (``reward_ema``, ``policy_loss``, ``kl``, ``timing/<stage>``,
-``reward/<term>``). The actor's trainer namespaces its keys the CleanRL way (``charts/reward_ema``,
-``losses/approx_kl``, ``time/rollout_<stage>``); both spellings land on the same chart.
+The names and the mapping live in :mod:`navi_contracts.telemetry_names`, the one list producers
+publish from; this module applies it to payloads. The dashboard charts short names
+(``reward_ema``, ``policy_loss``, ``kl``, ``timing/<stage>``, ``reward/<term>``); the trainer's
+CleanRL keys (``charts/reward_ema``, ``losses/approx_kl``, ``time/rollout_<stage>``) land on the
+same charts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 
-_PREFIX_RENAMES = (("charts/", ""), ("losses/", ""), ("time/", "timing/"))
-_ALIASES = {"approx_kl": "kl"}
+from navi_contracts.telemetry_names import canonical_metric_name
 
-
-@lru_cache(maxsize=4096)
-def canonical_metric_name(name: str) -> str:
-    """The dashboard's name for a payload key.
-
-    Args:
-        name: a telemetry payload key, e.g. ``losses/approx_kl`` or ``time/update_backward``.
-
-    Returns:
-        The canonical key, e.g. ``kl`` or ``timing/update_backward``; unknown keys pass unchanged.
-    """
-    for prefix, replacement in _PREFIX_RENAMES:
-        if name.startswith(prefix):
-            name = replacement + name[len(prefix) :]
-            break
-    return _ALIASES.get(name, name)
+__all__ = ["canonical_metric_name", "canonical_payload"]
 
 
 def canonical_payload(payload: Mapping[str, float]) -> dict[str, float]:

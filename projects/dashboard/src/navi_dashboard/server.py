@@ -19,12 +19,13 @@ import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import WSMsgType, web
 
+from navi_contracts import telemetry_names
 from navi_dashboard.hub import ClientFeed, Hub, ThreadWaker
 from navi_dashboard.protocol import MAX_CLIENT_MESSAGE_BYTES, ProtocolError, parse_client_message
 from navi_dashboard.render import legend_ticks
@@ -73,6 +74,20 @@ STATE = web.AppKey("state", DashboardState)
 PILOT = web.AppKey("pilot", object)
 
 
+def hello_message(settings: DashboardSettings, *, control: bool) -> dict[str, Any]:
+    """What each new tab is told once: keyboard flight on/off, colour legend, chart list and size.
+
+    The charts come from :data:`navi_contracts.telemetry_names.CHARTS`, the list producers name
+    their metrics from, so a page never waits for a name nobody publishes.
+    """
+    return {
+        "control": control,
+        "legend": legend_ticks(8),
+        "max_points": settings.history.max_points,
+        "charts": [[title, list(series)] for title, series in telemetry_names.CHARTS],
+    }
+
+
 def create_app(
     settings: DashboardSettings,
     state: DashboardState | None = None,
@@ -91,11 +106,7 @@ def create_app(
         An aiohttp application ready for ``AppRunner`` or the aiohttp test client.
     """
     state = state or DashboardState(settings.stream, settings.history)
-    hello = {
-        "control": pilot is not None,
-        "legend": legend_ticks(8),
-        "max_points": settings.history.max_points,
-    }
+    hello = hello_message(settings, control=pilot is not None)
     app = web.Application(client_max_size=64 * 1024)
     app[STATE] = state
     app[PILOT] = pilot

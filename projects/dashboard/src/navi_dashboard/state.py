@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from navi_contracts import telemetry_names
 from navi_dashboard.series import SeriesStore
 from navi_dashboard.settings import HistorySettings, StreamSettings
 
-TRAINING_PREFIX = "actor.training."
-INFERENCE_PREFIX = "actor.inference."
-REWARD_TERM_PREFIX = "reward/"
-TIMING_PREFIX = "timing/"
+TRAINING_PREFIX = telemetry_names.TRAINING_PREFIX
+REWARD_TERM_PREFIX = telemetry_names.REWARD_TERM_PREFIX
+TIMING_PREFIX = telemetry_names.TIMING_PREFIX
 SOURCE_ACTOR = "actor"
 SOURCE_ENVIRONMENT = "environment"
 SOURCE_CONTROL = "control"
@@ -158,7 +158,7 @@ class DashboardState:
             self._last_seen["telemetry"] = sample.received_at
             if sample.event_type.startswith(TRAINING_PREFIX):
                 self._last_seen["training"] = sample.received_at
-            elif sample.event_type.startswith(INFERENCE_PREFIX):
+            elif telemetry_names.is_acting_event(sample.event_type):  # infer, or the brain service
                 self._last_seen["inference"] = sample.received_at
             if sample.scene:
                 self._scene = sample.scene
@@ -220,7 +220,7 @@ class DashboardState:
             return self._display_frame(self._clock()), self.frame_version
 
     def _steps_per_second(self, now: float) -> tuple[float | None, str]:
-        sps = self._latest.get("sps")
+        sps = self._latest.get(telemetry_names.SPS)
         if sps is not None and self._fresh(self._last_seen.get("telemetry"), now):
             return sps, "telemetry"
         env_frame = self._frames.get(SOURCE_ENVIRONMENT)
@@ -234,7 +234,7 @@ class DashboardState:
 
     def _active_actors(self, now: float) -> float | None:
         """The actor's count while its telemetry is fresh, else the environment's batch size."""
-        reported = self._latest.get("active_actors")
+        reported = self._latest.get(telemetry_names.ACTIVE_ACTORS)
         if reported is not None and self._fresh(self._last_seen.get("telemetry"), now):
             return reported
         env_frame = self._frames.get(SOURCE_ENVIRONMENT)

@@ -55,6 +55,7 @@ def infer(
     from navi_actor.runners.env_factory import build_environment
     from navi_actor.service.command import artifacts_dir, build_brain_settings, exit_now, start_process
     from navi_contracts import Publisher
+    from navi_contracts.telemetry_names import INFERENCE_SOURCE
 
     settings = build_brain_settings(
         inference={
@@ -86,7 +87,7 @@ def infer(
     publisher = Publisher(settings.telemetry.endpoint) if settings.telemetry.enabled else None
     telemetry = ActingTelemetry(
         publisher,
-        "actor.inference",
+        INFERENCE_SOURCE,
         observation_hz=settings.telemetry.observation_hz,
         stats_seconds=config.stats_seconds,
         device=settings.train.device,

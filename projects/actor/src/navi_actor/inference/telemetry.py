@@ -17,6 +17,7 @@ import torch
 
 from navi_actor.telemetry import observation_message
 from navi_contracts import Publisher, TelemetryEvent, topics
+from navi_contracts import telemetry_names as names
 
 log = structlog.get_logger()
 
@@ -110,8 +111,9 @@ class ActingTelemetry:
         """Publish (and log) the stats event now and start a new window.
 
         Returns:
-            The payload: steps, steps_per_second, drone_steps, episodes, mean_episode_return,
-            latency_p50_ms, latency_p99_ms and the named counters.
+            The payload (names from :mod:`navi_contracts.telemetry_names`): steps, sps (this
+            window), drone_steps, episodes, episode_return (mean of the episodes ended in this
+            window), latency_p50_ms, latency_p99_ms and the named counters.
         """
         now = self._clock() if now is None else now
         ended, return_sum = self._ended.tolist()  # the one host read per stats period
@@ -120,17 +122,17 @@ class ActingTelemetry:
         elapsed = max(now - self._window_start, 1e-9)
         p50, p99 = self.latency_percentiles_ms()
         payload = {
-            "steps": float(self.steps),
-            "steps_per_second": self._window_steps / elapsed,
-            "drone_steps": float(self.drone_steps),
-            "episodes": float(self.episodes),
-            "mean_episode_return": return_sum / ended if ended else float("nan"),
-            "latency_p50_ms": p50,
-            "latency_p99_ms": p99,
+            names.STEPS: float(self.steps),
+            names.SPS: self._window_steps / elapsed,
+            names.DRONE_STEPS: float(self.drone_steps),
+            names.EPISODES: float(self.episodes),
+            names.EPISODE_RETURN: return_sum / ended if ended else float("nan"),
+            names.LATENCY_P50_MS: p50,
+            names.LATENCY_P99_MS: p99,
             **self.counters,
         }
         self._window_start, self._window_steps = now, 0
-        self.event("stats", step_id, payload)
+        self.event(names.STATS, step_id, payload)
         log.info(f"{self.prefix}.stats", step_id=step_id, **{k: round(v, 3) for k, v in payload.items()})
         return payload
 
@@ -139,7 +141,7 @@ class ActingTelemetry:
         if self.publisher is None:
             return
         message = TelemetryEvent(
-            event_type=f"{self.prefix}.{name}",
+            event_type=names.acting_event(self.prefix, name),
             source="actor",
             step_id=step_id,
             payload=payload,

@@ -21,6 +21,7 @@ from navi_actor.service.brain_core import BrainCore
 from navi_actor.service.brain_settings import BrainSettings
 from navi_actor.service.step_loop import StepModeLoop
 from navi_contracts import Publisher, ReqClient, Subscriber, topics
+from navi_contracts import telemetry_names as names
 
 log = structlog.get_logger()
 
@@ -57,7 +58,7 @@ def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Even
         )
         telemetry = ActingTelemetry(
             publisher,
-            "actor.service",
+            names.SERVICE_SOURCE,
             observation_hz=settings.telemetry.observation_hz,
             stats_seconds=config.stats_seconds,
             device=device,

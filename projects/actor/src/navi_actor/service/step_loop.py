@@ -35,6 +35,7 @@ from navi_contracts import (
     StepResult,
     topics,
 )
+from navi_contracts import telemetry_names as names
 
 log = structlog.get_logger()
 
@@ -108,7 +109,7 @@ class StepModeLoop:
         self.core.reset(result.observation)
         if self.resyncs:
             self.telemetry.count("resyncs")
-            self.telemetry.event("resynced", self.steps, {"seed": float(seed)})
+            self.telemetry.event(names.RESYNCED, self.steps, {"seed": float(seed)})
         log.info("actor.service.synced", seed=seed, drones=int(result.reward.shape[0]), resyncs=self.resyncs)
         self.resyncs += 1
         self._failures = 0

@@ -3,19 +3,6 @@
 
 import { BarChart, LineChart, formatNumber } from "/static/charts.js";
 
-const CHARTS = [
-  ["Reward EMA", ["reward_ema"]],
-  ["Episode return", ["episode_return", "episode_shaped_return"]],
-  ["Episode length", ["episode_length"]],
-  ["Collision rate", ["collision_rate"]],
-  ["PPO losses", ["policy_loss", "value_loss"]],
-  ["KL divergence", ["kl"]],
-  ["Entropy", ["entropy"]],
-  ["Steps per second", ["sps"]],
-  ["Stage timings (s)", ["timing/"]],
-  ["Coverage and speed", ["coverage", "speed"]],
-  ["Reward terms over time", ["reward/"]],
-];
 const STALE_AFTER_MS = 3000;
 const KEY_CODES = {
   KeyW: "w", KeyA: "a", KeyS: "s", KeyD: "d", KeyQ: "q", KeyE: "e", Space: "space",
@@ -35,10 +22,12 @@ const page = {
   rewardBars: null,
 };
 
-function buildCharts(maxPoints) {
+// The chart list comes from the server's hello (navi_contracts.telemetry_names.CHARTS), the same
+// list every producer names its metrics from.
+function buildCharts(charts, maxPoints) {
   const container = $("charts");
   container.replaceChildren();
-  page.lineCharts = CHARTS.map(([title, names]) => new LineChart(container, title, names, maxPoints));
+  page.lineCharts = charts.map(([title, names]) => new LineChart(container, title, names, maxPoints));
   $("side").replaceChildren();
   page.rewardBars = new BarChart($("side"), "Reward-term breakdown (latest)");
 }
@@ -58,7 +47,7 @@ function onHello(message) {
   page.control = message.control;
   $("control").classList.toggle("hidden", !message.control);
   drawLegend(message.legend);
-  buildCharts(message.max_points);
+  buildCharts(message.charts, message.max_points);
 }
 
 function onStatus(status) {

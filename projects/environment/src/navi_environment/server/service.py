@@ -28,6 +28,7 @@ from navi_contracts import (
     StepResult,
     Subscriber,
     TelemetryEvent,
+    telemetry_names,
     topics,
 )
 from navi_contracts.model_base import WireModel
@@ -166,7 +167,7 @@ class EnvironmentService:
             self.publisher.publish(topics.DISTANCE_MATRIX, observation)
             payload = {"reward_mean": float(np.mean(reward)), "actors": float(len(reward)), **(info or {})}
             event = TelemetryEvent(
-                event_type="environment.step", source="environment", step_id=self.step_id,
+                event_type=telemetry_names.ENVIRONMENT_STEP, source="environment", step_id=self.step_id,
                 payload=payload, timestamp=time.time(),
             )  # fmt: skip
             self.publisher.publish(topics.TELEMETRY_EVENT, event)

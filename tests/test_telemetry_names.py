@@ -1,0 +1,104 @@
+"""Every telemetry name a producer publishes is understood by the dashboard (issue 23, point 6).
+
+The brain published ``actor.service.stats`` with ``steps_per_second`` / ``mean_episode_return``;
+the dashboard knew only ``actor.training.*`` / ``actor.inference.*`` and ``sps`` /
+``episode_return``: on the service stack it read OBSERVER and its charts stayed empty. Each
+producer below is run for real (no hand-written key lists) and its output fed to the dashboard.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+import navi_dashboard
+from navi_actor.algorithms.ppo import METRIC_NAMES, UpdateResult
+from navi_actor.inference.telemetry import ActingTelemetry
+from navi_actor.runners.progress import TrainingCounters, update_record
+from navi_actor.runners.rollout_collector import RolloutStats
+from navi_contracts import Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
+from navi_contracts import telemetry_names as names
+from navi_dashboard.ingest import sample_from_event
+from navi_dashboard.server import hello_message
+from navi_dashboard.settings import DashboardSettings, HistorySettings, StreamSettings
+from navi_dashboard.state import DashboardState, Mode
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _acting_events(source: str) -> list[TelemetryEvent]:
+    """What ActingTelemetry (``navi-actor infer`` and the brain) really publishes, off a socket."""
+    endpoint = free_tcp_endpoint()
+    clock = Clock()
+    with Publisher(endpoint) as publisher, Subscriber(endpoint, [topics.TELEMETRY_EVENT]) as subscriber:
+        publisher.wait_for_subscribers(topics.TELEMETRY_EVENT, count=1, timeout_ms=10_000)
+        telemetry = ActingTelemetry(publisher, source, clock=clock)
+        for _ in range(5):
+            telemetry.record_step(0.002, torch.tensor([True, False]), torch.tensor([3.0, 0.0]))
+        for counter in ("link_failures", "resyncs", "resent_actions"):
+            telemetry.count(counter)
+        clock.now += 1.0
+        telemetry.publish_stats(5)
+        telemetry.event(names.RESYNCED, 5, {"seed": 1.0})
+        events = []
+        while len(events) < 2:
+            received = subscriber.recv(timeout_ms=10_000)
+            assert received is not None, "no telemetry arrived"
+            events.append(received[1])
+    assert all(isinstance(event, TelemetryEvent) for event in events)
+    return events  # type: ignore[return-value]
+
+
+def test_the_brain_stats_put_the_dashboard_in_inference_mode_and_fill_its_charts() -> None:
+    clock = Clock()
+    state = DashboardState(StreamSettings(), HistorySettings(), clock=clock)
+    for event in _acting_events(names.SERVICE_SOURCE):
+        assert event.event_type.startswith("actor.service.")
+        state.add_telemetry(sample_from_event(event, clock.now))
+        assert all(names.understood(key) for key in event.payload if key != "seed"), event.payload
+    assert state.mode() is Mode.INFERENCE
+    status = state.status()
+    assert status["sps"] == 5.0 and status["sps_source"] == "telemetry"
+    charts, _ = state.chart_delta(-1)
+    for charted in (names.SPS, names.EPISODE_RETURN, names.LATENCY_P50_MS, names.LATENCY_P99_MS):
+        assert charts[charted]["v"], f"{charted} has no chart points"
+    assert charts[names.EPISODE_RETURN]["v"] == [3.0]
+
+
+def test_infer_stats_are_understood_too() -> None:
+    stats = _acting_events(names.INFERENCE_SOURCE)[0]
+    assert stats.event_type == "actor.inference.stats"
+    assert all(names.understood(key) for key in stats.payload)
+
+
+def test_every_trainer_update_key_is_understood() -> None:
+    stats = RolloutStats(
+        env_steps=64, finished_returns=[1.0], finished_shaped_returns=[1.5], finished_lengths=[10.0],
+        finished_coverage=[0.2], collision_rate=0.01, mean_speed=1.0,
+        reward_terms={"env/progress": 0.1, "shaping/curiosity": 0.01}, timings={"env": 0.5, "policy": 0.1},
+        num_actors=4, scene_of_actor0=0.0,
+    )  # fmt: skip
+    result = UpdateResult(
+        metrics=dict.fromkeys(METRIC_NAMES, 0.1), timings={"forward": 0.2, "backward": 0.3}, epochs_run=2,
+        early_stopped=False, learning_rate=3e-4,
+    )  # fmt: skip
+    record = update_record(TrainingCounters(), stats, result, steps_per_second=100.0)
+    assert [key for key in record if not names.understood(key)] == []
+    canonical = {names.canonical_metric_name(key) for key in record}
+    charted = {name for name in canonical if names.charted(name)}
+    assert {names.SPS, names.REWARD_EMA, names.POLICY_LOSS, names.KL, "timing/update_forward"} <= charted
+
+
+def test_the_page_builds_its_charts_from_the_shared_list() -> None:
+    hello = hello_message(DashboardSettings(), control=False)
+    assert hello["charts"] == [[title, list(series)] for title, series in names.CHARTS]
+    page = (Path(navi_dashboard.__file__).parent / "static" / "app.js").read_text(encoding="utf-8")
+    assert "buildCharts(message.charts" in page  # the page has no chart list of its own
+    assert all(series and all(isinstance(name, str) for name in series) for _, series in names.CHARTS)
