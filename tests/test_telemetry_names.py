@@ -41,7 +41,9 @@ def _acting_events(source: str) -> list[TelemetryEvent]:
         publisher.wait_for_subscribers(topics.TELEMETRY_EVENT, count=1, timeout_ms=10_000)
         telemetry = ActingTelemetry(publisher, source, clock=clock)
         for _ in range(5):
-            telemetry.record_step(0.002, torch.tensor([True, False]), torch.tensor([3.0, 0.0]))
+            telemetry.record_step(
+                0.002, torch.tensor([True, False]), torch.tensor([3.0, 0.0]), torch.tensor([40, 7])
+            )
         for counter in ("link_failures", "resyncs", "resent_actions"):
             telemetry.count(counter)
         clock.now += 1.0
@@ -67,9 +69,10 @@ def test_the_brain_stats_put_the_dashboard_in_inference_mode_and_fill_its_charts
     status = state.status()
     assert status["sps"] == 5.0 and status["sps_source"] == "telemetry"
     charts, _ = state.chart_delta(-1)
-    for charted in (names.SPS, names.EPISODE_RETURN, names.LATENCY_P50_MS, names.LATENCY_P99_MS):
+    acting = (names.SPS, names.EPISODE_RETURN, names.EPISODE_LENGTH, names.LATENCY_P50_MS)
+    for charted in acting:
         assert charts[charted]["v"], f"{charted} has no chart points"
-    assert charts[names.EPISODE_RETURN]["v"] == [3.0]
+    assert charts[names.EPISODE_RETURN]["v"] == [3.0] and charts[names.EPISODE_LENGTH]["v"] == [40.0]
 
 
 def test_infer_stats_are_understood_too() -> None:
@@ -102,3 +105,47 @@ def test_the_page_builds_its_charts_from_the_shared_list() -> None:
     page = (Path(navi_dashboard.__file__).parent / "static" / "app.js").read_text(encoding="utf-8")
     assert "buildCharts(message.charts" in page  # the page has no chart list of its own
     assert all(series and all(isinstance(name, str) for name in series) for _, series in names.CHARTS)
+
+
+def test_environment_step_telemetry_is_understood() -> None:
+    from navi_contracts.samples import sample_action
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.config import EnvironmentSettings
+    from navi_environment.runtime.analytic import RoomSpec, room_scene
+    from navi_environment.server import EnvironmentService
+
+    settings = EnvironmentSettings(sensor={"azimuth_bins": 16, "elevation_bins": 8})  # type: ignore[arg-type]
+    backend = SdfDagBackend(settings, 2, scenes=[room_scene(RoomSpec(hi=(8.0, 6.0, 3.0)), 32)])
+    endpoint = free_tcp_endpoint()
+    with Publisher(endpoint) as publisher, Subscriber(endpoint, [topics.TELEMETRY_EVENT]) as subscriber:
+        publisher.wait_for_subscribers(topics.TELEMETRY_EVENT, count=1, timeout_ms=10_000)
+        service = EnvironmentService(backend, publisher)
+        service.reset(0)
+        service.step(sample_action(batch=2).model_copy(update={"step_id": service.step_id}))
+        events = [subscriber.recv(timeout_ms=10_000) for _ in range(2)]  # the reset's, then the step's
+    assert all(received is not None and isinstance(received[1], TelemetryEvent) for received in events)
+    event = events[1][1]  # type: ignore[index]
+    assert event.event_type == names.ENVIRONMENT_STEP
+    assert [key for key in event.payload if not names.understood(key)] == []
+    assert {names.COLLISION_RATE, names.SPEED} <= set(event.payload)  # their charts fill on the stack
+
+
+def test_a_finished_episode_reports_its_return_and_length_not_the_next_ones() -> None:
+    """The service read the backend's counters after its auto-reset: every episode looked 0 long."""
+    from navi_contracts.samples import sample_action
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.config import EnvironmentSettings
+    from navi_environment.runtime.analytic import RoomSpec, room_scene
+    from navi_environment.server import EnvironmentService
+
+    settings = EnvironmentSettings(
+        sensor={"azimuth_bins": 16, "elevation_bins": 8}, episode={"max_steps": 3}  # type: ignore[arg-type]
+    )
+    backend = SdfDagBackend(settings, 2, scenes=[room_scene(RoomSpec(hi=(8.0, 6.0, 3.0)), 32)])
+    service = EnvironmentService(backend, None)
+    service.reset(0)
+    for _ in range(3):
+        result = service.step(sample_action(batch=2).model_copy(update={"step_id": service.step_id}))
+    assert result.truncated.all()
+    assert result.episode_length.tolist() == [3, 3]
+    assert (result.episode_return != 0.0).all()

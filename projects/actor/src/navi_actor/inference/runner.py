@@ -77,7 +77,9 @@ def run_inference(
         done = step.terminated | step.truncated
         stepper.end_episodes(done)
         obs = step.obs
-        telemetry.record_step(time.perf_counter() - tick, done, step.info["episode_return"])
+        telemetry.record_step(
+            time.perf_counter() - tick, done, step.info["episode_return"], step.info.get("episode_length")
+        )
         step_id += 1
         telemetry.maybe_publish(obs, step_id)
         if episodes is not None:

@@ -54,18 +54,25 @@ class ActingTelemetry:
         self.episodes = 0
         self.counters: dict[str, float] = {}
         self._latencies: deque[float] = deque(maxlen=_LATENCY_WINDOW)
-        self._ended = torch.zeros(2, device=device)  # [count, return sum] since the last stats event
+        self._ended = torch.zeros(3, device=device)  # [count, return sum, length sum] since the last stats
         self._next_observation = 0.0
         self._window_start = clock()
         self._window_steps = 0
 
-    def record_step(self, latency_s: float, done: torch.Tensor, episode_return: torch.Tensor) -> None:
+    def record_step(
+        self,
+        latency_s: float,
+        done: torch.Tensor,
+        episode_return: torch.Tensor,
+        episode_length: torch.Tensor | None = None,
+    ) -> None:
         """Account one batched step.
 
         Args:
             latency_s: wall time of the step (act + environment round trip), seconds.
             done: ``[B]`` bool, episodes that ended this step.
             episode_return: ``[B]`` float, return of the episode that ended (read where ``done``).
+            episode_length: ``[B]`` steps of the episode that ended (None: unknown, reported NaN).
         """
         self.steps += 1
         self._window_steps += 1
@@ -73,7 +80,11 @@ class ActingTelemetry:
         self._latencies.append(latency_s)
         done_f = done.to(self._ended.device, torch.float32)
         returns = torch.where(done_f > 0, episode_return.to(done_f.device, torch.float32), 0.0)
-        self._ended += torch.stack([done_f.sum(), returns.sum()])
+        if episode_length is None:
+            lengths = torch.full_like(done_f, float("nan"))
+        else:
+            lengths = torch.where(done_f > 0, episode_length.to(done_f.device, torch.float32), 0.0)
+        self._ended += torch.stack([done_f.sum(), returns.sum(), lengths.sum()])
 
     def count(self, name: str, amount: float = 1.0) -> None:
         """Add to a named counter reported in every stats event (e.g. ``reconnects``)."""
@@ -113,10 +124,11 @@ class ActingTelemetry:
         Returns:
             The payload (names from :mod:`navi_contracts.telemetry_names`): steps, sps (this
             window), drone_steps, episodes, episode_return (mean of the episodes ended in this
-            window), latency_p50_ms, latency_p99_ms and the named counters.
+            window), episode_length (likewise; NaN when the caller does not know lengths),
+            latency_p50_ms, latency_p99_ms and the named counters.
         """
         now = self._clock() if now is None else now
-        ended, return_sum = self._ended.tolist()  # the one host read per stats period
+        ended, return_sum, length_sum = self._ended.tolist()  # the one host read per stats period
         self._ended.zero_()
         self.episodes += int(ended)
         elapsed = max(now - self._window_start, 1e-9)
@@ -127,6 +139,7 @@ class ActingTelemetry:
             names.DRONE_STEPS: float(self.drone_steps),
             names.EPISODES: float(self.episodes),
             names.EPISODE_RETURN: return_sum / ended if ended else float("nan"),
+            names.EPISODE_LENGTH: length_sum / ended if ended else float("nan"),
             names.LATENCY_P50_MS: p50,
             names.LATENCY_P99_MS: p99,
             **self.counters,

@@ -126,8 +126,9 @@ class StepModeLoop:
         self.core.end_episodes(done)
         self.steps += 1
         self.telemetry.record_step(
-            time.perf_counter() - tick, torch.from_numpy(done), torch.tensor(result.episode_return)
-        )
+            time.perf_counter() - tick, torch.from_numpy(done), torch.tensor(result.episode_return),
+            torch.tensor(result.episode_length),
+        )  # fmt: skip
         self.telemetry.maybe_publish(obs, self.steps)
         return result
 

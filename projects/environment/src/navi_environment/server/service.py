@@ -110,9 +110,14 @@ class EnvironmentService:
         self.step_id += 1
         ended = (out.terminated | out.truncated).cpu().numpy()
         info = {key: float(value.mean()) for key, value in out.info.items() if key.startswith("reward/")}
+        info[telemetry_names.COLLISION_RATE] = float(out.info["collision"].mean())  # per drone-step
+        info[telemetry_names.SPEED] = float(out.info["speed"].mean())
+        # the finished episodes' return and length: the backend has already auto-reset those drones,
+        # so its live counters read 0 there (the dashboard charted every episode return as 0)
+        finished = (out.info["episode_return"].cpu().numpy(), out.info["episode_length"].cpu().numpy())
         result = self._result(
             request_id, out.reward.cpu().numpy(), out.terminated.cpu().numpy(),
-            out.truncated.cpu().numpy(), info,
+            out.truncated.cpu().numpy(), info, episodes=finished,
         )  # fmt: skip
         self.episode_ids += ended
         return result
@@ -143,10 +148,16 @@ class EnvironmentService:
 
     def _result(
         self, request_id: int, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
-        info: dict[str, float] | None,
+        info: dict[str, float] | None, *, episodes: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> StepResult:  # fmt: skip
-        """Build the StepResult (and publish the observation and telemetry)."""
+        """Build the StepResult (and publish the observation and telemetry).
+
+        ``episodes``: per-drone episode return and length as of this step (default: the backend's
+        live counters, right after a reset).
+        """
         backend = self.backend
+        live = (backend.episodes.episode_return, backend.episodes.length)
+        returns, lengths = episodes or (live[0].cpu().numpy(), live[1].cpu().numpy())
         obs = backend.obs.cpu().numpy()
         position, yaw = backend.poses()
         observation = DistanceMatrix(
@@ -159,8 +170,8 @@ class EnvironmentService:
         result = StepResult(
             request_id=request_id, reward=np.asarray(reward, np.float32).copy(),
             terminated=np.asarray(terminated, bool).copy(), truncated=np.asarray(truncated, bool).copy(),
-            episode_return=backend.episodes.episode_return.cpu().numpy().astype(np.float32),
-            episode_length=backend.episodes.length.cpu().numpy().astype(np.int32),
+            episode_return=np.asarray(returns, np.float32),
+            episode_length=np.asarray(lengths).astype(np.int32),
             observation=observation, info=info,
         )  # fmt: skip
         if self.publisher is not None:
