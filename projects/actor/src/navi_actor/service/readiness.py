@@ -28,7 +28,7 @@ def wait_until_reachable(endpoint: str, stop: threading.Event, timeout_s: float)
     Returns:
         True once connected; False on timeout or stop.
     """
-    context = zmq.Context.instance()
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
     probe = context.socket(zmq.DEALER)
     probe.setsockopt(zmq.LINGER, 0)
     monitor = probe.get_monitor_socket(zmq.EVENT_CONNECTED)
