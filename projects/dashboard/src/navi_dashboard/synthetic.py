@@ -15,12 +15,13 @@ import time
 import numpy as np
 
 from navi_contracts import DistanceMatrix, RobotPose, TelemetryEvent
+from navi_contracts import telemetry_names as names
 
 ROOM_HALF_EXTENT_M = np.array([6.0, 4.0, 1.5])
 DOOR_HALF_WIDTH_M = 0.8
 HORIZON_M = 100.0
-TRAINING_EVENT = "actor.training.ppo.update"
-INFERENCE_EVENT = "actor.inference.step"
+TRAINING_EVENT = names.TRAINING_UPDATE
+INFERENCE_EVENT = names.acting_event(names.INFERENCE_SOURCE, names.STATS)
 
 
 def room_observation(azimuth_bins: int, elevation_bins: int, yaw: float) -> tuple[np.ndarray, np.ndarray]:
