@@ -137,3 +137,19 @@ def test_settings_reject_an_unknown_mode(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="mode"):
         BrainSettings(service={"mode": "turbo"})  # type: ignore[dict-item]
     assert isinstance(BrainSettings().service.mode, str)
+
+
+def test_before_the_first_observation_the_brain_waits_env_ready_timeout_quietly() -> None:
+    """Issue 23: an environment still loading is not "silent" after 3 s; it gets env_ready_timeout_ms."""
+    from navi_actor.service.async_loop import AsyncModeLoop
+    from navi_actor.service.config import ServiceConfig
+
+    def loop(**config: int) -> AsyncModeLoop:
+        return AsyncModeLoop(None, None, None, None, ServiceConfig(**config))  # type: ignore[arg-type]
+
+    loading = loop(silence_warning_ms=100, env_ready_timeout_ms=60_000)
+    loading._idle(loading._last_seen + 5.0)  # 5 s without any observation yet
+    assert not loading._silent
+    late = loop(silence_warning_ms=100, env_ready_timeout_ms=1_000)
+    late._idle(late._last_seen + 5.0)
+    assert late._silent  # past the readiness timeout: env_silent is logged
