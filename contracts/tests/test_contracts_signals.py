@@ -1,0 +1,31 @@
+"""Termination signals handled like Ctrl+C, for the duration of a block only."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+import pytest
+
+from navi_contracts.signals import on_termination, raise_interrupt, set_event, termination_signals
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def test_every_stop_signal_sets_the_event_and_the_old_handlers_come_back() -> None:
+    assert {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} <= set(termination_signals())
+    before = {signum: signal.getsignal(signum) for signum in termination_signals()}
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        stop = threading.Event()
+        with on_termination(set_event(stop)):
+            os.kill(os.getpid(), signum)
+            assert stop.wait(5.0)  # the handler runs in the main thread, at once
+    assert {signum: signal.getsignal(signum) for signum in termination_signals()} == before
+
+
+def test_raise_interrupt_turns_sigterm_into_keyboard_interrupt() -> None:
+    with pytest.raises(KeyboardInterrupt), on_termination(raise_interrupt):
+        os.kill(os.getpid(), signal.SIGTERM)
+        threading.Event().wait(5.0)  # interrupted by the handler long before this times out
