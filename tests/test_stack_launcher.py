@@ -101,8 +101,11 @@ def test_navi_stack_runs_restarts_and_stops_together(tmp_path: Path) -> None:
             launcher.wait()
 
 
-def test_navi_stack_on_sigterm_stops_its_children_and_exits_0(tmp_path: Path) -> None:
-    """SIGTERM used to kill the launcher alone and leave the environment and the brain running."""
+@pytest.mark.parametrize("how", ["sigterm", "ctrl_c_to_the_terminal_group"])
+def test_navi_stack_stops_its_children_cleanly_and_exits_0(tmp_path: Path, how: str) -> None:
+    """SIGTERM used to kill the launcher alone and leave the environment and the brain running; a
+    terminal's Ctrl+C (SIGINT to the whole foreground process group) reached every child directly,
+    and the launcher's own SIGINT then caught the environment in its shutdown (status -2)."""
     from navi_environment.corpus.settings import CompileSettings
     from navi_environment.corpus.sources import compile_source
     from navi_environment.gmdag.writer import write_gmdag
@@ -125,15 +128,18 @@ def test_navi_stack_on_sigterm_stops_its_children_and_exits_0(tmp_path: Path) ->
     argv = [sys.executable, "-c", "from navi_actor.launcher import main; main()"]
     launcher = subprocess.Popen(
         [*argv, "--gmdag-file", str(scene), "--actors", "1"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip  (its own process group, like a job in a terminal)
     output = OutputWatcher(launcher)
     pids: list[int] = []
     try:
         started = [output.wait_for(rf"\"child\": \"{name}\", \"pid\": (\d+)") for name in ("env", "brain")]
         pids = [int(match.group(1)) for match in started]
         output.wait_for(r"\[brain\] .*actor\.service\.synced")
-        launcher.send_signal(signal.SIGTERM)
+        if how == "sigterm":
+            launcher.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(launcher.pid, signal.SIGINT)  # what the terminal does on Ctrl+C
         assert launcher.wait(timeout=20) == 0
         output.wait_for(r"navi-stack: stopped \(status 0\)")
     finally:
