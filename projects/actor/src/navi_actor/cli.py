@@ -179,7 +179,9 @@ def train(
         distributed__address=address,
         distributed__num_workers=num_workers,
     )
-    settings = build_settings(encoder_backend=encoder_backend, temporal_core=temporal_core, **values)
+    selectors = {"encoder_backend": encoder_backend, "temporal_core": temporal_core}
+    # Only selectors the user typed: an explicit None would outrank NAVI_ACTOR_* and .env.
+    settings = build_settings(**{k: v for k, v in selectors.items() if v is not None}, **values)
     _start(settings)
     if settings.train.backend == "ray":
         _train_on_ray(settings, checkpoint)

@@ -40,12 +40,10 @@ def bc_pretrain(**options: Any) -> None:
     actions under a frozen log-std. Writes a v3 checkpoint with training_source=bc and its parent
     as lineage. Continue with RL: `navi-actor promote <checkpoint>` then `navi-actor train`.
     """
-    from pydantic import ValidationError
-
     from navi_actor.bc.dataset import DemonstrationError
     from navi_actor.bc.pretrain import run_pretrain
     from navi_actor.checkpoints import CheckpointError
-    from navi_actor.config import ActorSettings
+    from navi_actor.cli import build_settings
     from navi_actor.registry import ModelRegistry
     from navi_contracts import artifacts_root, configure_logging
 
@@ -66,11 +64,7 @@ def bc_pretrain(**options: Any) -> None:
     }
     groups = {"bc": bc_values, "train": train_values}
     values: dict[str, Any] = {**selectors, **{name: group for name, group in groups.items() if group}}
-    try:
-        settings = ActorSettings(**values)  # CLI values beat NAVI_ACTOR_BC__* / .env
-    except ValidationError as error:
-        lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in error.errors()]
-        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
+    settings = build_settings(**values)  # CLI values beat NAVI_ACTOR_BC__* / .env
     config = settings.bc
     configure_logging(settings.log_level, settings.log_json)
     if settings.train.torch_threads is not None:
