@@ -17,9 +17,9 @@ from navi_actor.bc.config import BCConfig
 from navi_actor.distributed.config import DistributedConfig
 from navi_actor.inference.config import InferenceConfig
 from navi_actor.launcher.config import LauncherConfig
-from navi_actor.models import PolicyConfig
+from navi_actor.models.config import PolicyConfig
 from navi_actor.service.config import ServiceConfig
-from navi_actor.shaping.reward_shaper import ShapingConfig
+from navi_actor.shaping.config import ShapingConfig
 from navi_contracts.settings import NaviSettings, SettingsGroup
 
 

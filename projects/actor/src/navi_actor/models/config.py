@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from navi_actor.models.observation_scaling import InputTransform
-
 EncoderBackend = Literal["rayvit", "spherical_cnn"]
 TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
+InputTransform = Literal["none", "sqrt_depth", "log_depth"]
 ENCODER_BACKENDS: tuple[str, ...] = ("rayvit", "spherical_cnn")
 TEMPORAL_CORES: tuple[str, ...] = ("mamba2", "gru", "mambapy")
+INPUT_TRANSFORMS: tuple[str, ...] = ("none", "sqrt_depth", "log_depth")
 
 
 def _check_choice(kind: str, value: Any, choices: tuple[str, ...]) -> Any:

@@ -21,28 +21,12 @@ both terms on the same observation; GAE carries the credit back to the actions t
 from __future__ import annotations
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
-from navi_actor.curiosity import LinearAnneal, RandomNetworkDistillation, RndConfig
-from navi_actor.memory import EpisodicMemory, EpisodicMemoryConfig
+from navi_actor.curiosity.rnd import RandomNetworkDistillation
+from navi_actor.memory.episodic import EpisodicMemory
+from navi_actor.shaping.config import ShapingConfig
 
 SHAPING_TERMS: tuple[str, ...] = ("env", "existential", "velocity", "novelty", "loop", "total")
-
-
-class ShapingConfig(BaseModel):
-    """Weights of the shaping terms and settings of the modules that produce them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    existential_tax: float = Field(default=-0.02, le=0, description="Reward added every step (<= 0).")
-    velocity_weight: float = Field(default=0.0, description="Weight of the drone's speed (m/s).")
-    novelty: LinearAnneal = Field(default_factory=LinearAnneal, description="RND novelty weight schedule.")
-    loop_weight: float = Field(default=0.05, ge=0, description="Largest loop penalty per step.")
-    loop_threshold: float = Field(
-        default=0.8, ge=0, lt=1, description="Loop score below which there is no penalty."
-    )
-    rnd: RndConfig = Field(default_factory=RndConfig, description="Random Network Distillation.")
-    memory: EpisodicMemoryConfig = Field(default_factory=EpisodicMemoryConfig, description="Episodic memory.")
 
 
 def shaping_terms(
