@@ -87,8 +87,13 @@ def _start(settings: Any) -> None:
     """Process-level setup owned by the entry point: logging and torch threads."""
     import torch
 
+    from navi_actor.devices import DeviceUnavailableError, check_device
     from navi_contracts.logging import configure_logging
 
+    try:
+        check_device(settings.train.device)
+    except DeviceUnavailableError as error:
+        raise click.ClickException(str(error)) from error
     configure_logging(settings.log_level, settings.log_json)
     if settings.train.torch_threads is not None:
         torch.set_num_threads(settings.train.torch_threads)

@@ -48,8 +48,13 @@ def start_process(settings: Any, default_torch_threads: int | None = None) -> No
     """
     import torch
 
+    from navi_actor.devices import DeviceUnavailableError, check_device
     from navi_contracts.logging import configure_logging
 
+    try:
+        check_device(settings.train.device)
+    except DeviceUnavailableError as error:
+        raise click.ClickException(str(error)) from error
     configure_logging(settings.log_level, settings.log_json)
     threads = settings.train.torch_threads or default_torch_threads
     if threads is not None:
