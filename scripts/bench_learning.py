@@ -71,7 +71,7 @@ def trained_policy(train_scenes: list[Path], minutes: float, seed: int) -> tuple
         "checkpoint": {"auto_resume": False, "auto_promote": False},
     }
     settings = ActorSettings(**values)
-    train_env = backend(train_scenes, settings.rollout.num_actors, settings.environment.episode_steps)
+    train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps
     names = [p.name for p in train_scenes]
     built = BuiltEnvironment(train_env, {"backend": "sdfdag", "scenes": len(names), "names": names})
     runner = OnPolicyRunner(

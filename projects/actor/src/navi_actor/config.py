@@ -105,14 +105,6 @@ class EnvironmentChoice(SettingsGroup):
     point_azimuth: int = Field(default=32, gt=0, description="Azimuth bins of the point environment.")
     point_elevation: int = Field(default=8, gt=0, description="Elevation bins of the point environment.")
     point_max_steps: int = Field(default=60, gt=0, description="Episode truncation of the point environment.")
-    episode_steps: int | None = Field(
-        default=500,
-        gt=0,
-        description="Truncate the in-process simulator's episodes after this many steps, unless the "
-        "environment's episode.max_steps (2000 by default) is set explicitly; null keeps it. Why 500: the "
-        "drones see four times as many spawns and scenes per hour, each with fresh novelty to collect "
-        "(docs/training.md, learning runs 5 and 7-9).",
-    )
 
 
 class TrainConfig(SettingsGroup):

@@ -70,18 +70,6 @@ def scene_paths(choice: EnvironmentChoice, env_settings: EnvironmentSettings) ->
     return corpus_scenes(ensure_default_corpus(env_settings=env_settings, progress=True))
 
 
-def with_episode_steps(env_settings: EnvironmentSettings, steps: int | None) -> EnvironmentSettings:
-    """``env_settings`` with its episodes truncated after ``steps`` steps.
-
-    Unchanged when ``steps`` is None or when ``episode.max_steps`` was given explicitly (e.g.
-    ``NAVI_ENV_EPISODE__MAX_STEPS``): an explicit simulator setting wins over the actor's default.
-    """
-    if steps is None or "max_steps" in env_settings.episode.model_fields_set:
-        return env_settings
-    episode = env_settings.episode.model_copy(update={"max_steps": steps})
-    return env_settings.model_copy(update={"episode": episode})
-
-
 def build_environment(
     choice: EnvironmentChoice,
     num_actors: int,
@@ -112,7 +100,7 @@ def build_environment(
     from navi_environment.config import EnvironmentSettings
     from navi_environment.runtime.tracer import configure_numba
 
-    env_settings = with_episode_steps(env_settings or EnvironmentSettings(), choice.episode_steps)
+    env_settings = env_settings or EnvironmentSettings()  # episode length: episode.max_steps, one place
     # Before anything numba-parallel runs (building the default corpus does): numba fixes its
     # threading layer at the first parallel launch, and OpenMP's spinning pool starves torch's.
     configure_numba(env_settings.tracer)
