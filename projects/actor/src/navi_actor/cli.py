@@ -83,8 +83,8 @@ def _common_settings(
     return _nested(**groups)
 
 
-def _start(settings: Any) -> None:
-    """Process-level setup owned by the entry point: logging and torch threads."""
+def _start(settings: Any, console_level: str | None = None) -> None:
+    """Process-level setup owned by the entry point: device check, logging and torch threads."""
     import torch
 
     from navi_actor.devices import DeviceUnavailableError, check_device
@@ -94,9 +94,31 @@ def _start(settings: Any) -> None:
         check_device(settings.train.device)
     except DeviceUnavailableError as error:
         raise click.ClickException(str(error)) from error
-    configure_logging(settings.log_level, settings.log_json)
+    configure_logging(settings.log_level, settings.log_json, console_level=console_level)
     if settings.train.torch_threads is not None:
         torch.set_num_threads(settings.train.torch_threads)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (kill, systemd, Docker, CI) ends training exactly like Ctrl+C: final checkpoint, exit 0."""
+    import signal
+
+    def _interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _training_console(settings: Any) -> tuple[Any, str | None]:
+    """A live status line on a terminal (structured logs then only in the run folder, warnings
+    aside, unless ``--log-json``/``NAVI_ACTOR_LOG_JSON`` asks for them); plain lines elsewhere."""
+    import sys
+
+    from navi_actor.runners.console import LineSink, TerminalSink
+
+    if sys.stderr.isatty() and not settings.log_json:
+        return TerminalSink(sys.stderr), "warning"
+    return LineSink(lambda line: click.echo(line, err=True)), None
 
 
 def _artifacts(settings: Any) -> Path:
@@ -187,22 +209,33 @@ def train(
     selectors = {"encoder_backend": encoder_backend, "temporal_core": temporal_core}
     # Only selectors the user typed: an explicit None would outrank NAVI_ACTOR_* and .env.
     settings = build_settings(**{k: v for k, v in selectors.items() if v is not None}, **values)
-    _start(settings)
+    console, console_level = _training_console(settings)
+    _start(settings, console_level)
+    _stop_on_sigterm()
     if settings.train.backend == "ray":
         _train_on_ray(settings, checkpoint)
         return
-    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
-    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+    telemetry = None
     try:
+        console.note(
+            f"navi-actor train: building the {settings.environment.backend} environment (scenes, "
+            "simulator kernels; the first run builds the default corpus: minutes)"
+        )
+        built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+        telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
         runner = OnPolicyRunner(
             settings,
             built,
             artifacts_dir=_artifacts(settings),
             checkpoint=checkpoint,
             telemetry=telemetry,
-            progress=lambda line: click.echo(line, err=True),
+            progress=console,
         )
         summary = runner.run_training()
+    except KeyboardInterrupt:  # before the first update: no run folder holds anything yet
+        console.close()
+        click.echo("train: stopped before training started; nothing to save", err=True)
+        return
     except (ValueError, FloatingPointError) as error:  # bad checkpoint or settings; a diverged update
         raise click.ClickException(str(error)) from error
     finally:

@@ -57,6 +57,7 @@ class LearnerState:
     shaping: ActorShaping
     counters: TrainingCounters
     parent_checkpoint: str | None
+    start_description: str = "a fresh policy"  #: what the run starts from, in plain words
 
     @classmethod
     def build(
@@ -91,7 +92,17 @@ class LearnerState:
             counters = restore(start.checkpoint, learner, shuffle, shaping.modules)
             shaping.resume_at(counters.step_id)
         parent = str(start.path) if start.path is not None else None
-        return cls(settings, start.policy_config, policy, learner, shuffle, shaping, counters, parent)
+        return cls(
+            settings,
+            start.policy_config,
+            policy,
+            learner,
+            shuffle,
+            shaping,
+            counters,
+            parent,
+            start.description,
+        )
 
     def checkpoint(self, corpus_summary: dict[str, Any]) -> Checkpoint:
         """The current state as a v3 :class:`Checkpoint` (training_source ``rl``)."""

@@ -8,7 +8,7 @@ message, while an auto-resume candidate is skipped (the user asked for another m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,23 @@ class StartPoint:
     policy_config: PolicyConfig
     checkpoint: Checkpoint | None
     path: Path | None
+    description: str = "a fresh policy"  #: in plain words, for the first lines a user sees
+
+
+def describe_scenes(corpus_summary: dict[str, Any]) -> str:
+    """``3 scenes (apartment.gmdag, maze.gmdag, ...)`` or ``the point environment`` from a summary."""
+    if corpus_summary.get("backend") == "point":
+        return "the point environment"
+    names = list(corpus_summary.get("names", []))
+    count = int(corpus_summary.get("scenes", len(names)))
+    shown = ", ".join(names[:3]) + (", ..." if count > 3 else "")
+    return f"{count} scene{'s' if count != 1 else ''}" + (f" ({shown})" if shown else "")
+
+
+def _run_of(path: Path | str) -> str:
+    """The run folder name of ``artifacts/runs/<run>/checkpoints/step_N.pt``, else the file's name."""
+    path = Path(path)
+    return path.parents[1].name if path.parent.name == "checkpoints" else path.name
 
 
 def _conflict(
@@ -71,13 +88,18 @@ def choose_start(
     Raises:
         CheckpointError: the explicit checkpoint is unreadable or incompatible.
     """
-    fresh = StartPoint(settings.policy_config(observation_shape), None, None)
+    config = settings.policy_config(observation_shape)
+    fresh = StartPoint(config, None, None, f"a fresh {config.encoder_backend}/{config.temporal_core} policy")
     if explicit is not None:
         checkpoint = load_checkpoint(explicit)
         reason = _conflict(settings, checkpoint, observation_shape)
         if reason is not None:
             raise CheckpointError(f"cannot continue from {explicit}: {reason}")
-        return StartPoint(checkpoint.policy_config, checkpoint, explicit)
+        words = (
+            f"continuing from {explicit} (step {checkpoint.step_id:,}, trained on "
+            f"{describe_scenes(checkpoint.corpus_summary)})"
+        )
+        return StartPoint(checkpoint.policy_config, checkpoint, explicit, words)
     latest = registry.latest() if settings.checkpoint.auto_resume else None
     if latest is None:
         return fresh
@@ -85,13 +107,18 @@ def choose_start(
         checkpoint = load_checkpoint(registry.latest_path)
     except CheckpointError as error:
         log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=str(error))
-        return fresh
+        return replace(fresh, description=f"{fresh.description} (model v{latest.version:03d} unreadable)")
     reason = _conflict(settings, checkpoint, observation_shape)
     if reason is not None:
         log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=reason)
-        return fresh
+        return replace(fresh, description=f"{fresh.description} (not model v{latest.version:03d}: {reason})")
     log.info("actor.train.resuming", path=str(registry.latest_path), step_id=checkpoint.step_id)
-    return StartPoint(checkpoint.policy_config, checkpoint, registry.path_of(latest))
+    words = (
+        f"resuming from model v{latest.version:03d} (run {_run_of(latest.source)}, step "
+        f"{checkpoint.step_id:,}, trained on {describe_scenes(checkpoint.corpus_summary)}); "
+        "--no-auto-resume starts a fresh policy"
+    )
+    return StartPoint(checkpoint.policy_config, checkpoint, registry.path_of(latest), words)
 
 
 def capture_rng(shuffle: torch.Generator) -> dict[str, Any]:

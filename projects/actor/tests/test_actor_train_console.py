@@ -1,0 +1,113 @@
+"""What a person sees from ``navi-actor train``: plain first lines, one compact progress line with
+time, ETA, reward (no NaN) and the last checkpoint, and the whole structured log in the run folder."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+import torch
+from click.testing import CliRunner
+
+from navi_actor.cli import main
+from navi_actor.runners.console import TerminalSink
+from navi_actor.runners.progress import RunProgress, TrainingCounters, progress_line
+from navi_actor.runners.rollout_collector import RolloutStats
+from navi_contracts.logging import configure_logging, log_to_file
+
+TINY_ENV = {
+    "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
+    "NAVI_ACTOR_POLICY__VIT_DIM": "32",
+    "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
+    "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
+    "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
+    "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
+    "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
+}
+TRAIN = ["train", "--env", "point", "--actors", "2", "--torch-threads", "1", "--temporal-core", "gru",
+         "--total-steps", "64", "--rollout-length", "16", "--no-telemetry"]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def restore_process_state() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    yield
+    structlog.reset_defaults()
+    torch.set_num_threads(threads)
+
+
+def _stats(returns: list[float]) -> RolloutStats:
+    n = len(returns)
+    return RolloutStats(32, returns, returns, [10.0] * n, [0.5] * n, 0.0, 1.0, {}, {})
+
+
+def test_reward_ema_starts_from_the_mean_of_the_first_episodes_not_the_first_one() -> None:
+    counters = TrainingCounters()
+    counters.record(_stats([-152.9, -10.0, -20.0, -21.1]), alpha=0.05, seconds=1.0)
+    assert counters.reward_ema == pytest.approx(-51.0)
+    counters.record(_stats([0.0]), alpha=0.05, seconds=1.0)
+    assert counters.reward_ema == pytest.approx(-51.0 * 4 / 5)  # still the running mean (n < 1/alpha)
+    counters.episode_count = 100  # long after: the EMA weight
+    counters.record(_stats([0.0]), alpha=0.05, seconds=1.0)
+    assert counters.reward_ema == pytest.approx(-51.0 * 4 / 5 * 0.95)
+
+
+def test_progress_line_shows_time_eta_checkpoint_and_no_nan_before_episodes_end() -> None:
+    record = {"charts/step_id": 12288.0, "charts/sps": 98.4, "charts/episodes": 0.0,
+              "charts/reward_ema": float("nan"), "charts/coverage": float("nan"),
+              "charts/collision_rate": 0.012, "losses/policy_loss": -0.01, "losses/value_loss": 0.45,
+              "losses/entropy": 5.6, "losses/approx_kl": 0.008}  # fmt: skip
+    run = RunProgress(elapsed_seconds=83, steps_this_run=4096, eta_seconds=3725, last_checkpoint_step=8192)
+    line = progress_line(record, run)
+    assert "nan" not in line.lower()
+    for part in ("0:01:23", "ETA 1:02:05", "step 12,288 (+4,096) 98/s", "episodes 0", "reward \u2013",
+                 "collisions 1.2%", "pi -0.010", "ckpt 8,192"):  # fmt: skip
+        assert part in line, (part, line)
+    assert "ETA" not in progress_line(record, RunProgress(83, 4096))
+
+
+def test_terminal_sink_rewrites_one_status_line_and_keeps_notes() -> None:
+    stream = io.StringIO()
+    sink = TerminalSink(stream)
+    sink.note("resuming from model v003")
+    sink.status("step 1")
+    sink.status("step 2")
+    sink.close()
+    text = stream.getvalue()
+    assert text.count("\n") == 2  # the note and the final line end; status updates do not scroll
+    assert text.endswith("\r\x1b[2Kstep 2\n")
+
+
+def test_console_floor_keeps_info_in_the_run_log_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure_logging("info", json=True, production=False, console_level="warning")
+    log = structlog.get_logger()
+    with log_to_file(tmp_path / "events.jsonl"):
+        log.info("quiet.info")
+        log.warning("loud.warning")
+    console = capsys.readouterr().err
+    assert "loud.warning" in console and "quiet.info" not in console
+    events = [json.loads(line)["event"] for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert events == ["quiet.info", "loud.warning"]
+
+
+def test_train_says_what_it_starts_from_and_logs_every_event_to_the_run_folder(tmp_path: Path) -> None:
+    env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
+    first = CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    lines = first.output.splitlines()
+    assert lines[0].startswith("navi-actor train: building the point environment")
+    assert any("a fresh rayvit/gru policy" in line for line in lines[:4]), lines[:4]
+    assert any(" | ETA " in line and "ckpt" in line for line in lines), first.output
+    (run,) = tmp_path.glob("runs/*")
+    events = [json.loads(line)["event"] for line in (run / "logs" / "events.jsonl").read_text().splitlines()]
+    assert events[0] == "actor.train.started" and events[-1] == "actor.train.finished"
+    assert "actor.checkpoint.saved" in events
+    second = CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False)
+    head = "\n".join(second.output.splitlines()[:4])
+    assert f"resuming from model v001 (run {run.name}, step 64, trained on the point environment)" in head
