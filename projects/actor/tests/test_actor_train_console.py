@@ -70,9 +70,9 @@ def test_progress_line_shows_time_eta_checkpoint_and_no_nan_before_episodes_end(
     assert "ETA" not in progress_line(record, RunProgress(83, 4096))
 
 
-def test_terminal_sink_rewrites_one_status_line_and_keeps_notes() -> None:
+def test_terminal_sink_rewrites_one_status_in_place_and_keeps_notes() -> None:
     stream = io.StringIO()
-    sink = TerminalSink(stream)
+    sink = TerminalSink(stream, width=200)
     sink.note("resuming from model v003")
     sink.status("step 1")
     sink.status("step 2")
@@ -80,6 +80,15 @@ def test_terminal_sink_rewrites_one_status_line_and_keeps_notes() -> None:
     text = stream.getvalue()
     assert text.count("\n") == 2  # the note and the final line end; status updates do not scroll
     assert text.endswith("\r\x1b[2Kstep 2\n")
+
+
+def test_a_narrow_terminal_wraps_the_status_at_separators_and_rewrites_every_line() -> None:
+    stream = io.StringIO()
+    sink = TerminalSink(stream, width=25)
+    sink.status("0:00:29 | step 2,304 | reward -1.5 | ckpt 256")
+    assert stream.getvalue().endswith("0:00:29 | step 2,304\nreward -1.5 | ckpt 256")
+    sink.status("0:00:30 | step 2,400 | reward -1.4 | ckpt 256")
+    assert "\r\x1b[2K\x1b[1A\x1b[2K0:00:30 | step 2,400\nreward -1.4 | ckpt 256" in stream.getvalue()
 
 
 def test_console_floor_keeps_info_in_the_run_log_only(

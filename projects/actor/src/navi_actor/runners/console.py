@@ -41,34 +41,56 @@ class LineSink:
         """Nothing is pending: every line ended as it was written."""
 
 
+def wrap_status(text: str, width: int) -> list[str]:
+    """Split a ``a | b | c`` status at its separators into lines no wider than ``width``."""
+    lines: list[str] = []
+    for part in text.split(" | "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " | " + part
+        else:
+            lines.append(part[:width])
+    return lines
+
+
 class TerminalSink:
-    """Notes as lines, the status as one line rewritten in place (cut to the terminal width)."""
+    """Notes as lines; the status rewritten in place, wrapped at ``|`` to the terminal's width."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, width: int | None = None) -> None:
         self._stream = stream
+        self._width = width
         self._status = ""
+        self._shown_lines = 0
 
-    def _show(self, text: str) -> None:
-        width = shutil.get_terminal_size((160, 24)).columns
-        self._stream.write("\r\x1b[2K" + text[: max(width - 1, 20)])
+    def _clear(self) -> None:
+        """Erase the status lines shown last (cursor up one line per extra line)."""
+        self._stream.write("\r\x1b[2K" + "\x1b[1A\x1b[2K" * max(self._shown_lines - 1, 0))
+        self._shown_lines = 0
+
+    def _show(self) -> None:
+        width = self._width or shutil.get_terminal_size((160, 24)).columns
+        lines = wrap_status(self._status, max(width - 1, 20))
+        self._clear()
+        self._stream.write("\n".join(lines))
+        self._shown_lines = len(lines)
         self._stream.flush()
 
     def note(self, text: str) -> None:
-        self._stream.write("\r\x1b[2K" + text + "\n")
+        self._clear()
+        self._stream.write(text + "\n")
         if self._status:
-            self._show(self._status)
+            self._show()
         else:
             self._stream.flush()
 
     def status(self, text: str) -> None:
         self._status = text
-        self._show(text)
+        self._show()
 
     def close(self) -> None:
         if self._status:
             self._stream.write("\n")
             self._stream.flush()
-            self._status = ""
+            self._status, self._shown_lines = "", 0
 
 
 def as_sink(progress: ProgressSink | Callable[[str], None] | None) -> ProgressSink | None:
