@@ -120,3 +120,23 @@ def test_train_says_what_it_starts_from_and_logs_every_event_to_the_run_folder(t
     second = CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False)
     head = "\n".join(second.output.splitlines()[:4])
     assert f"resuming from model v001 (run {run.name}, step 64, trained on the point environment)" in head
+
+
+def test_after_kill_9_auto_resume_continues_the_killed_run_skipping_a_torn_checkpoint(tmp_path: Path) -> None:
+    env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
+    env |= {"NAVI_ACTOR_CHECKPOINT__AUTO_PROMOTE": "false", "NAVI_ACTOR_CHECKPOINT__EVERY_STEPS": "32"}
+    assert CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False).exit_code == 0
+    (run,) = tmp_path.glob("runs/*")
+    older = run / "checkpoints" / "step_000000000032.pt"
+    assert CliRunner().invoke(main, ["promote", str(older)], env=env).exit_code == 0  # registry: step 32
+    (run / "finished.json").unlink()  # as after kill -9: the run never finished ...
+    (run / "checkpoints" / "step_000000000096.pt").write_bytes(b"torn")  # ... mid-write of a newer file
+    resumed = CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False)
+    assert resumed.exit_code == 0, resumed.output
+    head = "\n".join(resumed.output.splitlines()[:4])
+    assert f"continuing run {run.name}, which was killed, from its newest valid checkpoint " in head
+    assert "step_000000000064.pt (step 64" in head and "skipped unreadable step_000000000096.pt" in head
+    newest = max(tmp_path.glob("runs/*"))
+    manifest = json.loads((newest / "manifest.json").read_text())
+    assert manifest["start_step_id"] == 64 and manifest["resumed_from"].endswith("step_000000000064.pt")
+    assert (newest / "finished.json").is_file()

@@ -67,6 +67,8 @@ class LearnerState:
         num_actors: int,
         registry: ModelRegistry,
         explicit: Path | None,
+        *,
+        corpus_summary: dict[str, Any] | None = None,
     ) -> LearnerState:
         """Start fresh or resume (``--checkpoint``, else the registry's latest unless disabled).
 
@@ -76,12 +78,15 @@ class LearnerState:
             num_actors: drones whose rewards the shaper sees at once (B, or N x B for Ray).
             registry: the model registry (auto-resume source).
             explicit: a checkpoint named on the command line.
+            corpus_summary: what this run trains on; a killed run on the same corpus is continued.
 
         Returns:
             The state, with counters, optimiser, RNG and shaping modules restored when resuming.
         """
         device = torch.device(settings.train.device)
-        start = choose_start(settings, observation_shape, registry, explicit=explicit)
+        start = choose_start(
+            settings, observation_shape, registry, explicit=explicit, corpus_summary=corpus_summary
+        )
         torch.manual_seed(settings.train.seed)
         policy = NaviPolicy(start.policy_config).to(device)
         learner = PPOLearner(policy, settings.ppo, reference_policy=reference_policy(settings, device))

@@ -78,7 +78,12 @@ class OnPolicyRunner:
         self.registry = ModelRegistry(artifacts_dir / "models")
         device = torch.device(settings.train.device)
         self.state = LearnerState.build(
-            settings, self.env.observation_shape, self.env.num_actors, self.registry, checkpoint
+            settings,
+            self.env.observation_shape,
+            self.env.num_actors,
+            self.registry,
+            checkpoint,
+            corpus_summary=self.corpus_summary,
         )
         state = self.state
         self.policy, self.learner, self.shuffle = state.policy, state.learner, state.shuffle
@@ -213,6 +218,7 @@ class OnPolicyRunner:
         if self.counters.step_id != self._last_checkpoint_step or not self._saved_once:
             promoted += self.save_checkpoint()
         final = checkpoint_path(self.run.checkpoints, self.counters.step_id)
+        self.run.mark_finished(self.counters.step_id)
         summary = TrainSummary(
             run_id=self.run.run_id,
             run_dir=self.run.path,

@@ -8,6 +8,7 @@ message, while an auto-resume candidate is skipped (the user asked for another m
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from navi_actor.config import ActorSettings
 from navi_actor.models import PolicyConfig
 from navi_actor.registry import ModelRegistry
 from navi_actor.runners.progress import TrainingCounters
+from navi_actor.runners.run_folder import FINISHED_MARKER
 
 log = structlog.get_logger()
 
@@ -73,6 +75,7 @@ def choose_start(
     observation_shape: tuple[int, ...],
     registry: ModelRegistry,
     explicit: Path | None = None,
+    corpus_summary: dict[str, Any] | None = None,
 ) -> StartPoint:
     """Decide the start point of a training run.
 
@@ -81,6 +84,7 @@ def choose_start(
         observation_shape: ``(3, Az, El)`` of the environment.
         registry: the model registry.
         explicit: a ``--checkpoint`` path.
+        corpus_summary: this run's corpus; a killed run on the same corpus is continued first.
 
     Returns:
         The :class:`StartPoint`.
@@ -100,6 +104,12 @@ def choose_start(
             f"{describe_scenes(checkpoint.corpus_summary)})"
         )
         return StartPoint(checkpoint.policy_config, checkpoint, explicit, words)
+    if settings.checkpoint.auto_resume and corpus_summary is not None:
+        killed = killed_run_start(
+            settings, observation_shape, registry.folder.parent / "runs", corpus_summary
+        )
+        if killed is not None:
+            return killed
     latest = registry.latest() if settings.checkpoint.auto_resume else None
     if latest is None:
         return fresh
@@ -119,6 +129,49 @@ def choose_start(
         "--no-auto-resume starts a fresh policy"
     )
     return StartPoint(checkpoint.policy_config, checkpoint, registry.path_of(latest), words)
+
+
+def killed_run_start(
+    settings: ActorSettings,
+    observation_shape: tuple[int, ...],
+    runs_root: Path,
+    corpus_summary: dict[str, Any],
+) -> StartPoint | None:
+    """The newest valid checkpoint of the latest run, when that run was killed on this same corpus.
+
+    Why: after ``kill -9`` the registry's latest model can be far behind the run's last checkpoint.
+    Only the most recent run with checkpoints is considered, only if it never finished (no
+    ``finished.json``) and trained on the same corpus summary with a compatible architecture; torn or
+    unreadable checkpoint files are skipped, newest first.
+    """
+    runs = sorted((p for p in runs_root.glob("*") if any(p.glob("checkpoints/step_*.pt"))), reverse=True)
+    if not runs or (runs[0] / FINISHED_MARKER).exists():
+        return None
+    run = runs[0]
+    try:
+        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if manifest.get("corpus_summary") != corpus_summary:
+        return None
+    skipped: list[str] = []
+    for path in sorted(run.glob("checkpoints/step_*.pt"), reverse=True):
+        try:
+            checkpoint = load_checkpoint(path)
+        except CheckpointError as error:
+            log.warning("actor.train.resume_skipped", path=str(path), reason=str(error))
+            skipped.append(path.name)
+            continue
+        if _conflict(settings, checkpoint, observation_shape) is not None:
+            return None
+        log.info("actor.train.resuming", path=str(path), step_id=checkpoint.step_id, killed_run=run.name)
+        words = (
+            f"continuing run {run.name}, which was killed, from its newest valid checkpoint {path.name} "
+            f"(step {checkpoint.step_id:,}, trained on {describe_scenes(checkpoint.corpus_summary)})"
+            + (f"; skipped unreadable {', '.join(skipped)}" if skipped else "")
+        )
+        return StartPoint(checkpoint.policy_config, checkpoint, path, words)
+    return None
 
 
 def capture_rng(shuffle: torch.Generator) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from navi_contracts.atomic import atomic_write_json
 from navi_contracts.logging import log_to_file
 from navi_contracts.paths import repo_root
 
+FINISHED_MARKER = "finished.json"
 _PACKAGES = ("navi-actor", "navi-contracts", "navi-environment", "torch", "numpy", "pydantic")
 
 
@@ -100,6 +101,16 @@ class RunFolder:
         path = self.path / "manifest.json"
         atomic_write_json(path, manifest)
         return path
+
+    def mark_finished(self, step_id: int) -> None:
+        """Record that the run ended on its own terms (budget, Ctrl+C, SIGTERM) with its final checkpoint.
+
+        A run folder without this marker was killed (``kill -9``, power loss): auto-resume continues
+        from its newest valid checkpoint rather than from an older promoted model.
+        """
+        atomic_write_json(
+            self.path / FINISHED_MARKER, {"step_id": step_id, "at": datetime.now(UTC).isoformat()}
+        )
 
     def append_metrics(self, record: dict[str, Any]) -> None:
         """Append one strict-JSON line (NaN/inf become null; one short append is atomic enough for a log)."""
