@@ -7,6 +7,7 @@ a corpus folder, or the default corpus, which is built first when missing (with 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,10 @@ def scene_paths(choice: EnvironmentChoice, env_settings: EnvironmentSettings) ->
     return corpus_scenes(ensure_default_corpus(env_settings=env_settings, progress=True))
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
 def build_environment(
     choice: EnvironmentChoice,
     num_actors: int,
@@ -95,7 +100,9 @@ def build_environment(
             max_steps=choice.point_max_steps,
             device=device,
         )
-        return BuiltEnvironment(env, {"backend": "point", "scenes": 0})
+        return BuiltEnvironment(
+            env, {"backend": "point", "scenes": 0, "episode_max_steps": choice.point_max_steps}
+        )
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
     from navi_environment.runtime.tracer import configure_numba
@@ -107,6 +114,15 @@ def build_environment(
     scenes = scene_paths(choice, env_settings)
     backend = SdfDagBackend(env_settings, num_actors, device=device, scene_paths=scenes)
     names = [path.name for path in scenes]
-    summary = {"backend": "sdfdag", "scenes": len(names), "names": names[:64]}
+    summary = {
+        "backend": "sdfdag",
+        "scenes": len(names),
+        "names": names[:64],
+        # What makes two runs' returns comparable beyond the scenes (registry promotion, resume):
+        "episode_max_steps": env_settings.episode.max_steps,
+        "reward_settings": _digest(
+            env_settings.reward.model_dump_json() + env_settings.episode.model_dump_json()
+        ),
+    }
     log.info("actor.env.built", backend="sdfdag", scenes=len(names), actors=num_actors, device=device)
     return BuiltEnvironment(backend, summary)

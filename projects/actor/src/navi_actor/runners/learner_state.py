@@ -26,6 +26,7 @@ from navi_actor.checkpoints import (
 from navi_actor.config import ActorSettings
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.registry import ModelRegistry, RegistryEntry
+from navi_actor.registry.model_registry import comparison_key
 from navi_actor.runners.progress import TrainingCounters
 from navi_actor.runners.resume import capture_rng, choose_start, restore
 from navi_actor.runners.run_folder import RunFolder
@@ -149,7 +150,7 @@ class LearnerState:
         ema = self.counters.reward_ema
         if not self.settings.checkpoint.auto_promote or ema is None:
             return []
-        best = registry.best()
+        best = registry.best(comparable_to=comparison_key(corpus_summary))  # like with like only
         if best is not None and best.reward_ema is not None and ema <= best.reward_ema:
             return []
         return [registry.promote(path, notes=f"auto-promoted from {origin}", tags=["auto"])]

@@ -21,6 +21,7 @@ from navi_actor.checkpoints import Checkpoint, CheckpointError, load_checkpoint
 from navi_actor.config import ActorSettings
 from navi_actor.models import PolicyConfig
 from navi_actor.registry import ModelRegistry
+from navi_actor.registry.model_registry import comparison_key
 from navi_actor.runners.progress import TrainingCounters
 from navi_actor.runners.run_folder import FINISHED_MARKER
 
@@ -110,25 +111,34 @@ def choose_start(
         )
         if killed is not None:
             return killed
-    latest = registry.latest() if settings.checkpoint.auto_resume else None
+    latest = _resume_candidate(registry, corpus_summary) if settings.checkpoint.auto_resume else None
     if latest is None:
         return fresh
     try:
-        checkpoint = load_checkpoint(registry.latest_path)
+        checkpoint = load_checkpoint(registry.path_of(latest))
     except CheckpointError as error:
-        log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=str(error))
+        log.warning("actor.train.resume_skipped", path=str(registry.path_of(latest)), reason=str(error))
         return replace(fresh, description=f"{fresh.description} (model v{latest.version:03d} unreadable)")
     reason = _conflict(settings, checkpoint, observation_shape)
     if reason is not None:
-        log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=reason)
+        log.warning("actor.train.resume_skipped", path=str(registry.path_of(latest)), reason=reason)
         return replace(fresh, description=f"{fresh.description} (not model v{latest.version:03d}: {reason})")
-    log.info("actor.train.resuming", path=str(registry.latest_path), step_id=checkpoint.step_id)
+    log.info("actor.train.resuming", path=str(registry.path_of(latest)), step_id=checkpoint.step_id)
     words = (
         f"resuming from model v{latest.version:03d} (run {_run_of(latest.source)}, step "
         f"{checkpoint.step_id:,}, trained on {describe_scenes(checkpoint.corpus_summary)}); "
         "--no-auto-resume starts a fresh policy"
     )
     return StartPoint(checkpoint.policy_config, checkpoint, registry.path_of(latest), words)
+
+
+def _resume_candidate(registry: ModelRegistry, corpus_summary: dict[str, Any] | None) -> Any:
+    """The latest model trained on this corpus summary, else the registry's latest model."""
+    if corpus_summary is not None:
+        comparable = registry.latest(comparable_to=comparison_key(corpus_summary))
+        if comparable is not None:
+            return comparable
+    return registry.latest()
 
 
 def killed_run_start(
