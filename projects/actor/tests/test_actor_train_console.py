@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from navi_actor.cli import main
 from navi_actor.runners.console import TerminalSink
-from navi_actor.runners.progress import RunProgress, TrainingCounters, progress_line
+from navi_actor.runners.progress import RunProgress, TrainingCounters, carry_forward, progress_line
 from navi_actor.runners.rollout_collector import RolloutStats
 from navi_contracts.logging import configure_logging, log_to_file
 
@@ -140,3 +140,10 @@ def test_after_kill_9_auto_resume_continues_the_killed_run_skipping_a_torn_check
     manifest = json.loads((newest / "manifest.json").read_text())
     assert manifest["start_step_id"] == 64 and manifest["resumed_from"].endswith("step_000000000064.pt")
     assert (newest / "finished.json").is_file()
+
+
+def test_episode_metrics_are_carried_forward_while_no_episode_ends() -> None:
+    shown = carry_forward({}, {"charts/coverage": 0.4, "charts/step_id": 1.0})
+    shown = carry_forward(shown, {"charts/coverage": float("nan"), "charts/step_id": 2.0})
+    assert shown == {"charts/coverage": 0.4, "charts/step_id": 2.0}
+    assert carry_forward(shown, {"charts/coverage": 0.5})["charts/coverage"] == 0.5

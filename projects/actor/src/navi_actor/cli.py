@@ -7,6 +7,7 @@ kwargs, so a flag beats ``NAVI_ACTOR_*`` environment variables, which beat the r
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,7 @@ def _stop_on_sigterm() -> None:
     import signal
 
     def _interrupt(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a repeated SIGTERM must not break the final save
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _interrupt)
@@ -189,6 +191,7 @@ def train(
     """
     from navi_actor.runners.env_factory import build_environment
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
+    from navi_actor.runners.resume import describe_scenes
     from navi_actor.telemetry import TrainingTelemetry
 
     values = _common_settings(
@@ -221,7 +224,13 @@ def train(
             f"navi-actor train: building the {settings.environment.backend} environment (scenes, "
             "simulator kernels; the first run builds the default corpus: minutes)"
         )
+        started = time.monotonic()
         built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+        scenes, seconds = describe_scenes(built.corpus_summary), time.monotonic() - started
+        console.note(
+            f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
+            f"sensor {tuple(built.env.observation_shape)}"
+        )
         telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
         runner = OnPolicyRunner(
             settings,

@@ -25,7 +25,7 @@ from navi_actor.registry import ModelRegistry, RegistryEntry
 from navi_actor.runners.console import ProgressSink, as_sink
 from navi_actor.runners.env_factory import BuiltEnvironment
 from navi_actor.runners.learner_state import LearnerState
-from navi_actor.runners.progress import RunProgress, Stopwatch, progress_line, update_record
+from navi_actor.runners.progress import RunProgress, Stopwatch, carry_forward, progress_line, update_record
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.runners.run_folder import RunFolder, new_run_id
 from navi_actor.storage import RolloutStorage
@@ -183,6 +183,7 @@ class OnPolicyRunner:
         steps, updates, interrupted = 0, 0, False
         promoted: list[RegistryEntry] = []
         next_progress = 0.0
+        shown: dict[str, float] = {}  # the last progress line's values (episode metrics carried forward)
         try:
             while (total is None or steps < total) and (
                 max_minutes is None or clock.total() < 60 * max_minutes
@@ -209,7 +210,8 @@ class OnPolicyRunner:
                 if self.counters.step_id - self._last_checkpoint_step >= self.settings.checkpoint.every_steps:
                     promoted += self.save_checkpoint()
                 if clock.total() >= next_progress:
-                    self._status(progress_line(record, self._run_progress(steps, clock.total())))
+                    shown = carry_forward(shown, record)
+                    self._status(progress_line(shown, self._run_progress(steps, clock.total())))
                     next_progress = clock.total() + self.settings.train.progress_seconds
         except KeyboardInterrupt:
             interrupted = True

@@ -76,6 +76,21 @@ def _number(value: float, fmt: str) -> str:
     return "\u2013" if math.isnan(value) else format(value, fmt)
 
 
+_EPISODE_METRICS = ("charts/coverage", "charts/episode_return", "charts/episode_length")
+
+
+def carry_forward(shown: dict[str, float], record: dict[str, float]) -> dict[str, float]:
+    """``record`` for display, with episode metrics kept from earlier updates when no episode ended.
+
+    Why: coverage and returns are means over the episodes that finished in one rollout; most
+    rollouts finish none, and the line read "coverage -" for most of a run.
+    """
+    kept = {
+        key: shown[key] for key in _EPISODE_METRICS if key in shown and math.isnan(record.get(key, math.nan))
+    }
+    return record | kept
+
+
 @dataclass(frozen=True)
 class RunProgress:
     """Where the run stands beside one update's record: the parts a metrics line does not hold."""
