@@ -209,8 +209,8 @@ class OnPolicyRunner:
                     self.telemetry.publish_update(self.counters.step_id, record)
                 if self.counters.step_id - self._last_checkpoint_step >= self.settings.checkpoint.every_steps:
                     promoted += self.save_checkpoint()
+                shown = carry_forward(shown, record)  # every update: episodes end between two lines
                 if clock.total() >= next_progress:
-                    shown = carry_forward(shown, record)
                     self._status(progress_line(shown, self._run_progress(steps, clock.total())))
                     next_progress = clock.total() + self.settings.train.progress_seconds
         except KeyboardInterrupt:

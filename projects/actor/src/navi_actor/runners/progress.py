@@ -118,7 +118,7 @@ def progress_line(record: dict[str, float], run: RunProgress | None = None) -> s
         f"{steps} {get('charts/sps'):.0f}/s",
         f"episodes {int(get('charts/episodes')):,}",
         f"reward {_number(get('charts/reward_ema'), '.2f')}",
-        f"coverage {_number(get('charts/coverage'), '.2f')}",
+        f"coverage {_number(get('charts/coverage'), '.1f')} cells",
         f"collisions {_number(100 * get('charts/collision_rate'), '.1f')}%",
         f"pi {get('losses/policy_loss'):.3f} v {get('losses/value_loss'):.3f}"
         f" ent {get('losses/entropy'):.2f} kl {get('losses/approx_kl'):.4f}",
