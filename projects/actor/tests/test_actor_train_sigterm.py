@@ -36,7 +36,7 @@ def _wait_for(predicate: object, seconds: float) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_ends_training_with_a_final_checkpoint_and_exit_0(tmp_path: Path, signum: int) -> None:
     env = {**os.environ, **TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
     command = [sys.executable, "-c", "from navi_actor.cli import main; main()", "train", "--env", "point",
