@@ -122,24 +122,42 @@ def test_train_says_what_it_starts_from_and_logs_every_event_to_the_run_folder(t
     assert f"resuming from model v001 (run {run.name}, step 64, trained on the point environment)" in head
 
 
-def test_after_kill_9_auto_resume_continues_the_killed_run_skipping_a_torn_checkpoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ending", ["killed", "interrupted"])
+def test_auto_resume_continues_a_killed_or_interrupted_run_skipping_a_torn_checkpoint(
+    tmp_path: Path, ending: str
+) -> None:
     env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
     env |= {"NAVI_ACTOR_CHECKPOINT__AUTO_PROMOTE": "false", "NAVI_ACTOR_CHECKPOINT__EVERY_STEPS": "32"}
     assert CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False).exit_code == 0
     (run,) = tmp_path.glob("runs/*")
     older = run / "checkpoints" / "step_000000000032.pt"
     assert CliRunner().invoke(main, ["promote", str(older)], env=env).exit_code == 0  # registry: step 32
-    (run / "finished.json").unlink()  # as after kill -9: the run never finished ...
-    (run / "checkpoints" / "step_000000000096.pt").write_bytes(b"torn")  # ... mid-write of a newer file
+    marker = run / "finished.json"
+    assert json.loads(marker.read_text())["interrupted"] is False  # it spent its budget ...
+    if ending == "killed":
+        marker.unlink()  # ... as after kill -9: the run never finished
+    else:
+        marker.write_text(json.dumps({"step_id": 64, "interrupted": True}))  # ... as after Ctrl+C
+    (run / "checkpoints" / "step_000000000096.pt").write_bytes(b"torn")  # a newer file, torn mid-write
     resumed = CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False)
     assert resumed.exit_code == 0, resumed.output
     head = "\n".join(resumed.output.splitlines()[:4])
-    assert f"continuing run {run.name}, which was killed, from its newest valid checkpoint " in head
+    assert f"continuing run {run.name}, which was {ending}, from its newest valid checkpoint " in head
     assert "step_000000000064.pt (step 64" in head and "skipped unreadable step_000000000096.pt" in head
     newest = max(tmp_path.glob("runs/*"))
     manifest = json.loads((newest / "manifest.json").read_text())
     assert manifest["start_step_id"] == 64 and manifest["resumed_from"].endswith("step_000000000064.pt")
     assert (newest / "finished.json").is_file()
+
+
+def test_a_run_that_spent_its_budget_is_left_to_the_registry(tmp_path: Path) -> None:
+    env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
+    env |= {"NAVI_ACTOR_CHECKPOINT__AUTO_PROMOTE": "false", "NAVI_ACTOR_CHECKPOINT__EVERY_STEPS": "32"}
+    assert CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False).exit_code == 0
+    (run,) = tmp_path.glob("runs/*")
+    CliRunner().invoke(main, ["promote", str(run / "checkpoints" / "step_000000000032.pt")], env=env)
+    resumed = CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False)
+    assert "resuming from model v001" in "\n".join(resumed.output.splitlines()[:4])
 
 
 def test_episode_metrics_are_carried_forward_while_no_episode_ends() -> None:

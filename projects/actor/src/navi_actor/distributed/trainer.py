@@ -276,7 +276,7 @@ class DistributedTrainer:
             log.info("actor.train.interrupted", step_id=self.counters.step_id)
         if self.counters.step_id != self._last_checkpoint_step or not self._saved_once:
             promoted += self.save_checkpoint()
-        self.run.mark_finished(self.counters.step_id)  # a clean end: auto-resume will not treat it as killed
+        self.run.mark_finished(self.counters.step_id, interrupted=interrupted)  # not a killed run
         pool = self._run_counters()
         summary = DistributedSummary(
             run_id=self.run.run_id,

@@ -220,7 +220,7 @@ class OnPolicyRunner:
         if self.counters.step_id != self._last_checkpoint_step or not self._saved_once:
             promoted += self.save_checkpoint()
         final = checkpoint_path(self.run.checkpoints, self.counters.step_id)
-        self.run.mark_finished(self.counters.step_id)
+        self.run.mark_finished(self.counters.step_id, interrupted=interrupted)
         summary = TrainSummary(
             run_id=self.run.run_id,
             run_dir=self.run.path,

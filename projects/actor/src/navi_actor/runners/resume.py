@@ -23,7 +23,7 @@ from navi_actor.models import PolicyConfig
 from navi_actor.registry import ModelRegistry
 from navi_actor.registry.model_registry import comparison_key
 from navi_actor.runners.progress import TrainingCounters
-from navi_actor.runners.run_folder import FINISHED_MARKER
+from navi_actor.runners.run_folder import FINISHED_MARKER, RunFolder
 
 log = structlog.get_logger()
 
@@ -147,15 +147,15 @@ def killed_run_start(
     runs_root: Path,
     corpus_summary: dict[str, Any],
 ) -> StartPoint | None:
-    """The newest valid checkpoint of the latest run, when that run was killed on this same corpus.
+    """The newest valid checkpoint of the latest run, when that run was cut short on this same corpus.
 
-    Why: after ``kill -9`` the registry's latest model can be far behind the run's last checkpoint.
-    Only the most recent run with checkpoints is considered, only if it never finished (no
-    ``finished.json``) and trained on the same corpus summary with a compatible architecture; torn or
-    unreadable checkpoint files are skipped, newest first.
+    Why: after ``kill -9`` (or Ctrl+C) the registry's latest model can be far behind the run's last
+    checkpoint. Only the most recent run with checkpoints is considered, only if it was killed (no
+    ``finished.json``) or interrupted, and trained on the same corpus summary with a compatible
+    architecture; torn or unreadable checkpoint files are skipped, newest first.
     """
     runs = sorted((p for p in runs_root.glob("*") if any(p.glob("checkpoints/step_*.pt"))), reverse=True)
-    if not runs or (runs[0] / FINISHED_MARKER).exists():
+    if not runs or not RunFolder(runs_root, runs[0].name).unfinished():
         return None
     run = runs[0]
     try:
@@ -164,6 +164,7 @@ def killed_run_start(
         return None
     if manifest.get("corpus_summary") != corpus_summary:
         return None
+    how = "interrupted" if (run / FINISHED_MARKER).exists() else "killed"
     skipped: list[str] = []
     for path in sorted(run.glob("checkpoints/step_*.pt"), reverse=True):
         try:
@@ -176,7 +177,7 @@ def killed_run_start(
             return None
         log.info("actor.train.resuming", path=str(path), step_id=checkpoint.step_id, killed_run=run.name)
         words = (
-            f"continuing run {run.name}, which was killed, from its newest valid checkpoint {path.name} "
+            f"continuing run {run.name}, which was {how}, from its newest valid checkpoint {path.name} "
             f"(step {checkpoint.step_id:,}, trained on {describe_scenes(checkpoint.corpus_summary)})"
             + (f"; skipped unreadable {', '.join(skipped)}" if skipped else "")
         )

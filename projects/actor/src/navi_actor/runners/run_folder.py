@@ -102,15 +102,25 @@ class RunFolder:
         atomic_write_json(path, manifest)
         return path
 
-    def mark_finished(self, step_id: int) -> None:
-        """Record that the run ended on its own terms (budget, Ctrl+C, SIGTERM) with its final checkpoint.
+    def mark_finished(self, step_id: int, *, interrupted: bool = False) -> None:
+        """Record that the run ended with its final checkpoint: its budget spent, or interrupted.
 
-        A run folder without this marker was killed (``kill -9``, power loss): auto-resume continues
-        from its newest valid checkpoint rather than from an older promoted model.
+        A run folder without this marker was killed (``kill -9``, power loss); one stopped by Ctrl+C
+        or SIGTERM is ``interrupted``. Auto-resume continues either from its newest valid checkpoint
+        rather than from an older promoted model; a run that spent its budget is left to the registry.
         """
-        atomic_write_json(
-            self.path / FINISHED_MARKER, {"step_id": step_id, "at": datetime.now(UTC).isoformat()}
-        )
+        marker = {"step_id": step_id, "interrupted": interrupted, "at": datetime.now(UTC).isoformat()}
+        atomic_write_json(self.path / FINISHED_MARKER, marker)
+
+    def unfinished(self) -> bool:
+        """Killed (no marker), or stopped by Ctrl+C / SIGTERM before its budget was spent."""
+        try:
+            marker = json.loads((self.path / FINISHED_MARKER).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return True
+        except (OSError, ValueError):
+            return False
+        return bool(marker.get("interrupted", False))
 
     def append_metrics(self, record: dict[str, Any]) -> None:
         """Append one strict-JSON line (NaN/inf become null; one short append is atomic enough for a log)."""
