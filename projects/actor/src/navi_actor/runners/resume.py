@@ -141,6 +141,24 @@ def _resume_candidate(registry: ModelRegistry, corpus_summary: dict[str, Any] | 
     return registry.latest()
 
 
+def _latest_run(runs_root: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The most recently created run folder holding checkpoints, with its manifest (by ``created_at``:
+    run ids order by the second only, and two runs can start within one)."""
+    found: list[tuple[str, Path, dict[str, Any]]] = []
+    for run in runs_root.glob("*"):
+        if not any(run.glob("checkpoints/step_*.pt")):
+            continue
+        try:
+            manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        found.append((str(manifest.get("created_at", "")), run, manifest))
+    if not found:
+        return None
+    _, run, manifest = max(found, key=lambda item: item[0])
+    return run, manifest
+
+
 def killed_run_start(
     settings: ActorSettings,
     observation_shape: tuple[int, ...],
@@ -154,14 +172,10 @@ def killed_run_start(
     ``finished.json``) or interrupted, and trained on the same corpus summary with a compatible
     architecture; torn or unreadable checkpoint files are skipped, newest first.
     """
-    runs = sorted((p for p in runs_root.glob("*") if any(p.glob("checkpoints/step_*.pt"))), reverse=True)
-    if not runs or not RunFolder(runs_root, runs[0].name).unfinished():
+    latest = _latest_run(runs_root)
+    if latest is None or not RunFolder(runs_root, latest[0].name).unfinished():
         return None
-    run = runs[0]
-    try:
-        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    run, manifest = latest
     if manifest.get("corpus_summary") != corpus_summary:
         return None
     how = "interrupted" if (run / FINISHED_MARKER).exists() else "killed"
