@@ -98,6 +98,32 @@ class _ConsoleFloor:
         return event_dict
 
 
+class _Lines(list[str]):
+    """An in-memory "file" for the tee: each written event line is kept."""
+
+    def write(self, line: str) -> None:
+        self.append(line)
+
+    def flush(self) -> None:
+        """Nothing to flush: the lines are in memory."""
+
+
+@contextlib.contextmanager
+def remembering_events() -> Iterator[list[str]]:
+    """Keep every log event of this process emitted inside the block, as JSON lines, in a list.
+
+    For a log file that can only be opened later: a trainer's run folder is named after the model it
+    builds, so the events of building the environment are written into it once it exists.
+    """
+    _ensure_tee()
+    lines = _Lines()
+    _TEE.add(lines)
+    try:
+        yield lines
+    finally:
+        _TEE.remove(lines)
+
+
 def configure_logging(
     level: str = "info", json: bool | None = None, production: bool = True, console_level: str | None = None
 ) -> None:

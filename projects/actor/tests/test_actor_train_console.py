@@ -125,6 +125,10 @@ def test_train_says_what_it_starts_from_and_logs_every_event_to_the_run_folder(t
     second = CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False)
     head = _first_words(second.output)
     assert f"resuming from model v001 (run {run.name}, step 64, trained on the point environment)" in head
+    (resumed_run,) = set(tmp_path.glob("runs/*")) - {run}
+    log_lines = (resumed_run / "logs" / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line)["event"] for line in log_lines]
+    assert events[:2] == ["actor.train.resuming", "actor.train.started"]  # decided before the folder existed
 
 
 @pytest.mark.parametrize("ending", ["killed", "interrupted"])

@@ -58,5 +58,5 @@ def test_a_signal_ends_training_with_a_final_checkpoint_and_exit_0(tmp_path: Pat
     assert load_checkpoint(final).step_id == last_step
     assert not list(run.glob("checkpoints/*.tmp*"))
     events = [json.loads(line)["event"] for line in (run / "logs" / "events.jsonl").read_text().splitlines()]
-    assert events[0] == "actor.train.started" and events[-1] == "actor.train.finished"
+    assert "actor.train.started" in events and events[-1] == "actor.train.finished"
     assert {"actor.train.interrupted", "actor.checkpoint.saved"} <= set(events)

@@ -193,6 +193,7 @@ def train(
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
     from navi_actor.runners.resume import describe_scenes
     from navi_actor.telemetry import TrainingTelemetry
+    from navi_contracts.logging import remembering_events
 
     values = _common_settings(
         **env_options,
@@ -224,22 +225,27 @@ def train(
             f"navi-actor train: building the {settings.environment.backend} environment (scenes, "
             "simulator kernels; the first run builds the default corpus: minutes)"
         )
-        started = time.monotonic()
-        built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
-        scenes, seconds = describe_scenes(built.corpus_summary), time.monotonic() - started
-        console.note(
-            f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
-            f"sensor {tuple(built.env.observation_shape)}"
-        )
-        telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
-        runner = OnPolicyRunner(
-            settings,
-            built,
-            artifacts_dir=_artifacts(settings),
-            checkpoint=checkpoint,
-            telemetry=telemetry,
-            progress=console,
-        )
+        with remembering_events() as early:  # the run folder exists only once the runner is built
+            started = time.monotonic()
+            built = build_environment(
+                settings.environment, settings.rollout.num_actors, settings.train.device
+            )
+            scenes, seconds = describe_scenes(built.corpus_summary), time.monotonic() - started
+            console.note(
+                f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
+                f"sensor {tuple(built.env.observation_shape)}"
+            )
+            telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+            runner = OnPolicyRunner(
+                settings,
+                built,
+                artifacts_dir=_artifacts(settings),
+                checkpoint=checkpoint,
+                telemetry=telemetry,
+                progress=console,
+            )
+        with (runner.run.logs / "events.jsonl").open("a", encoding="utf-8") as stream:
+            stream.writelines(early)
         summary = runner.run_training()
     except KeyboardInterrupt:  # before the first update: no run folder holds anything yet
         console.close()
