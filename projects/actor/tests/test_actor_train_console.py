@@ -174,3 +174,31 @@ def test_episode_metrics_are_carried_forward_while_no_episode_ends() -> None:
     shown = carry_forward(shown, {"charts/coverage": float("nan"), "charts/step_id": 2.0})
     assert shown == {"charts/coverage": 0.4, "charts/step_id": 2.0}
     assert carry_forward(shown, {"charts/coverage": 0.5})["charts/coverage"] == 0.5
+
+
+def test_a_signal_while_the_environment_builds_ends_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from navi_actor.runners import env_factory
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # what Ctrl+C / SIGTERM raise during a minutes-long corpus build
+
+    monkeypatch.setattr(env_factory, "build_environment", interrupted)
+    env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
+    result = CliRunner().invoke(main, TRAIN, env=env)
+    assert result.exit_code == 0 and result.exception is None
+    assert result.output.splitlines()[-1] == "train: stopped before training started; nothing to save"
+    assert not list(tmp_path.glob("runs/*"))
+
+
+def test_train_turns_sigterm_into_the_ctrl_c_path(tmp_path: Path) -> None:
+    import signal
+
+    env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
+    assert CliRunner().invoke(main, TRAIN, env=env, catch_exceptions=False).exit_code == 0
+    handler = signal.getsignal(signal.SIGTERM)
+    assert callable(handler)
+    with pytest.raises(KeyboardInterrupt):
+        handler(signal.SIGTERM, None)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN  # a second SIGTERM cannot break the save
