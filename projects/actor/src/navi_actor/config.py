@@ -33,6 +33,15 @@ class RolloutConfig(SettingsGroup):
     )
     gamma: float = Field(default=0.99, ge=0.0, le=1.0, description="Discount factor.")
     gae_lambda: float = Field(default=0.95, ge=0.0, le=1.0, description="GAE lambda.")
+    gamma_final: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Discount reached at the end of the budget, linearly (the LR schedule's share); "
+        "null keeps gamma constant.",
+    )  # fmt: skip
+    gae_lambda_final: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="GAE lambda reached at the end of the budget, linearly; null keeps it constant.",
+    )  # fmt: skip
 
 
 class PPOConfig(SettingsGroup):
@@ -69,6 +78,18 @@ class PPOConfig(SettingsGroup):
     reference_kl_coef: float = Field(default=0.0, ge=0.0, description="Initial KL-to-reference weight.")
     reference_kl_decay: float = Field(
         default=0.995, gt=0.0, le=1.0, description="Per-update multiplicative decay of that weight."
+    )
+    reference_refresh_updates: int | None = Field(
+        default=None, gt=0,
+        description="Copy the current policy into the KL reference every N updates (a trust region "
+        "around the recent policy); without a reference checkpoint the reference starts as the "
+        "initial policy. Needs reference_kl_coef > 0.",
+    )  # fmt: skip
+    final_log_std_max: float | None = Field(
+        default=None,
+        description="Upper bound of the global action log-std at the end of the budget, lowered "
+        "linearly from policy.log_std_max (the LR schedule's share): late training then acts close "
+        "to the mean action, so the mean is what PPO optimises. null: no schedule.",
     )
     cuda_timing: bool = Field(default=False, description="Time update stages with CUDA events.")
 
@@ -185,7 +206,16 @@ class ActorSettings(NaviSettings):
                 f"{sequences} training sequences per rollout (rollout_length / sequence_length x "
                 f"num_actors) cannot be split into ppo.num_minibatches={ppo.num_minibatches}"
             )
-        self.policy_config()  # validates the selector overrides with the policy's own rules
+        policy = self.policy_config()  # validates the selector overrides with the policy's own rules
+        if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
+            raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")
+        if ppo.final_log_std_max is not None and (
+            policy.log_std_mode != "global" or not policy.log_std_min <= ppo.final_log_std_max
+        ):
+            raise ValueError(
+                "ppo.final_log_std_max schedules the global log-std: it needs policy.log_std_mode=global "
+                "and a value >= policy.log_std_min"
+            )
         return self
 
     def policy_config(self, observation_shape: tuple[int, ...] | None = None) -> PolicyConfig:

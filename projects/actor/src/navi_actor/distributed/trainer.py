@@ -177,7 +177,10 @@ class DistributedTrainer:
         """Lay the fragments into the storage, fold them into RND's statistics, run one PPO update."""
         rollout = self.settings.rollout
         last_values = load_fragments(self.storage, fragments)
-        self.storage.compute_returns(last_values, rollout.gamma, rollout.gae_lambda)
+        gamma, gae_lambda = self.learner.discount(
+            rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
+        )
+        self.storage.compute_returns(last_values, gamma, gae_lambda)
         # The learner's RND is authoritative: its running statistics see every accepted observation,
         # as the local trainer's do during collection ([T, K*B, 3, Az, El] -> [T*K*B, 3, Az, El]).
         self.shaping.modules["rnd"].intrinsic_reward(self.storage.obs.flatten(0, 1), update_stats=True)

@@ -150,7 +150,12 @@ class OnPolicyRunner:
             while (total is None or steps < total) and (
                 max_minutes is None or clock.total() < 60 * max_minutes
             ):
-                stats = self.collector.collect(self.settings.rollout.gamma, self.settings.rollout.gae_lambda)
+                rollout = self.settings.rollout
+                stats = self.collector.collect(
+                    *self.learner.discount(
+                        rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
+                    )
+                )
                 if max_minutes is not None:
                     self.learner.set_time_spent(clock.total() / (60 * max_minutes))
                 result = self.learner.update(
