@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -134,3 +136,30 @@ def test_evaluate_specs_gives_one_block_per_policy_and_mode_and_pairs_them() -> 
     block = result["results"][0]
     assert block["coverage_cells"]["ci95_low"] <= block["coverage_cells"]["value"]
     assert block["coverage_cells"]["value"] <= block["coverage_cells"]["ci95_high"]
+
+
+class TurningPolicy:
+    """Yaw +0.5 always (circles) or alternating +-0.5 (weaving)."""
+
+    def __init__(self, alternate: bool) -> None:
+        self.alternate, self.calls = alternate, 0
+
+    def initial_state(self, batch_size: int, device: object = None) -> torch.Tensor:
+        return torch.zeros(batch_size, 0)
+
+    def act(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor,
+            deterministic: bool = False) -> Any:  # fmt: skip
+        self.calls += 1
+        yaw = -0.5 if self.alternate and self.calls % 2 else 0.5
+        action = torch.tensor([[0.0, 0.0, 0.0, yaw]]).expand(obs.shape[0], 4)
+        return SimpleNamespace(action=action, state=state)
+
+
+def test_yaw_diagnostics_tell_circling_from_weaving() -> None:
+    env = FakePlannedEnv(1, lengths=(4, 4))
+    circling = evaluate_policy(TurningPolicy(alternate=False), env, 2, seed=0)
+    weaving = evaluate_policy(TurningPolicy(alternate=True), env, 2, seed=0)
+    assert circling.columns["mean_abs_yaw"].tolist() == [0.5] * 4
+    assert circling.columns["yaw_bias"].tolist() == [0.5] * 4
+    assert weaving.columns["mean_abs_yaw"].tolist() == [0.5] * 4
+    assert weaving.columns["yaw_bias"].tolist() == [0.0] * 4

@@ -129,7 +129,8 @@ def format_text(result: dict[str, Any]) -> str:
             f"{_cell(block['collisions_per_step'], 100.0)} % of steps, "
             f"{_cell(block['collisions_per_100m'])} per 100 m | path {_cell(block['path_m'], digits=1)} m "
             f"at {_cell(block['mean_speed_mps'])} m/s | return {_cell(block['return'])} | half coverage "
-            f"after {_cell(block['steps_to_half_coverage'], digits=0)} steps"
+            f"after {_cell(block['steps_to_half_coverage'], digits=0)} steps | |yaw| "
+            f"{_cell(block['mean_abs_yaw'])}, yaw bias {_cell(block['yaw_bias'])}"
         )
     for name, metrics in result.get("paired", {}).items():
         lines.append(

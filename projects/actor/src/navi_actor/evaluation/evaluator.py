@@ -8,7 +8,9 @@ compared on identical starts, episode by episode.
 
 Per episode: return, steps, collisions, path length (metres flown, from the environment's speed
 over each step, the final step included), coverage in visit cells and as a share of the scene's
-reachable cells, and the steps it took to reach half of the episode's final coverage.
+reachable cells, the steps it took to reach half of the episode's final coverage, and two turning
+diagnostics: the mean |yaw action| and the yaw bias (|mean yaw action|), which is near the former for
+a drone that flies in circles (a constant turn) and near 0 for one that turns both ways.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class ActingPolicy(Protocol):
 
 EPISODE_COLUMNS = (
     "return", "length", "collisions", "path_m", "seconds", "coverage_cells", "coverage_share",
-    "steps_to_half_coverage",
+    "steps_to_half_coverage", "mean_abs_yaw", "yaw_bias",
 )  # fmt: skip
 
 # aggregate name -> statistic over the episode columns (means per episode; rates as ratios of sums)
@@ -73,6 +75,8 @@ AGGREGATES: dict[str, stats.Statistic] = {
     "return": stats.mean_of("return"),
     "length": stats.mean_of("length"),
     "steps_to_half_coverage": stats.mean_of("steps_to_half_coverage"),
+    "mean_abs_yaw": stats.mean_of("mean_abs_yaw"),
+    "yaw_bias": stats.mean_of("yaw_bias"),
 }
 
 
@@ -161,15 +165,18 @@ class _Episodes:
 
     def __init__(self, plan: EpisodePlan, env: PlannedEnv, device: torch.device) -> None:
         B = env.num_actors
-        self.running = torch.zeros(4, B, dtype=torch.float64, device=device)  # return, length, coll, path
+        # return, length, collisions, path, yaw, |yaw|
+        self.running = torch.zeros(6, B, dtype=torch.float64, device=device)
         self.trace = torch.zeros(B, 64, dtype=torch.float64, device=device)  # coverage after each step
         self.assigned = torch.full((B,), -1, dtype=torch.int64, device=device)
         self.columns = {name: np.full(plan.size, np.nan) for name in EPISODE_COLUMNS}
         self.reachable = {int(s): env.reachable_cells(int(s)) for s in plan.scenes.unique().tolist()}
         self.next = 0
 
-    def add(self, reward: torch.Tensor, collision: torch.Tensor, path: torch.Tensor, coverage: torch.Tensor):
-        self.running += torch.stack([reward, torch.ones_like(reward), collision, path]).double()
+    def add(self, reward: torch.Tensor, collision: torch.Tensor, path: torch.Tensor, coverage: torch.Tensor,
+            yaw: torch.Tensor) -> None:  # fmt: skip
+        ones = torch.ones_like(reward)
+        self.running += torch.stack([reward, ones, collision, path, yaw, yaw.abs()]).double()
         length = self.running[1].long()
         if int(length.max()) > self.trace.shape[1]:
             self.trace = torch.cat([self.trace, torch.zeros_like(self.trace)], dim=1)
@@ -179,7 +186,7 @@ class _Episodes:
     def finish(self, rows: torch.Tensor, plan: EpisodePlan, dt: float) -> None:
         """Record the episodes of drones ``rows`` (long [K], all assigned) and clear their sums."""
         ids = self.assigned[rows].cpu().numpy()
-        ret, length, collisions, path = self.running[:, rows].cpu().numpy()
+        ret, length, collisions, path, yaw, abs_yaw = self.running[:, rows].cpu().numpy()
         final = self.trace[rows, (self.running[1, rows].long() - 1).clamp(min=0)]
         reached = self.trace[rows] >= 0.5 * final[:, None]
         steps_to_half = reached.double().argmax(dim=1).cpu().numpy() + 1.0
@@ -188,7 +195,8 @@ class _Episodes:
         for name, values in (
             ("return", ret), ("length", length), ("collisions", collisions), ("path_m", path),
             ("seconds", length * dt), ("coverage_cells", final_np), ("coverage_share", final_np / reach),
-            ("steps_to_half_coverage", steps_to_half),
+            ("steps_to_half_coverage", steps_to_half), ("mean_abs_yaw", abs_yaw / length),
+            ("yaw_bias", np.abs(yaw) / length),
         ):  # fmt: skip
             self.columns[name][ids] = values
 
@@ -260,12 +268,14 @@ def evaluate_policy(
             )
         extra: dict[str, Any] = {"pose": env.poses()} if uses_pose else {}
         acted = policy.act(obs, state, episode_start, deterministic=deterministic, **extra)
-        step = env.step(clip_action(acted.action))
+        action = clip_action(acted.action)
+        step = env.step(action)
         done = (step.terminated | step.truncated).to(device)
         info = step.info
         path = info.get("speed", zeros).to(device).float() * env.dt
-        episodes.add(step.reward.to(device), info.get("collision", zeros).to(device).float(), path,
-                     info.get("coverage", zeros).to(device).float())  # fmt: skip
+        collision = info.get("collision", zeros).to(device).float()
+        coverage = info.get("coverage", zeros).to(device).float()
+        episodes.add(step.reward.to(device), collision, path, coverage, action[:, 3].to(device).float())
         ended = (done & (episodes.assigned >= 0)).nonzero().squeeze(1)
         obs = step.obs
         if ended.numel():
