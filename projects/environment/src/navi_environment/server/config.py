@@ -6,10 +6,12 @@ A plain group so ``EnvironmentSettings`` can embed it as ``server`` (``NAVI_ENV_
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
+from navi_contracts import topics
 from navi_contracts.settings import SettingsGroup
 
 
@@ -21,12 +23,19 @@ class ServerConfig(SettingsGroup):
         description="step: step only on REQ StepRequests; async: also step on actions published by a brain.",
     )
     pub_endpoint: str = Field(
-        default="tcp://*:5559", description="PUB bind: observations + telemetry ('' = publish nothing)."
+        default=topics.ENV_PUB_BIND,
+        description="PUB bind: observations + telemetry ('' = publish nothing); loopback unless widened.",
     )
-    rep_endpoint: str = Field(default="tcp://*:5560", description="REP bind: StepRequest -> StepResult.")
+    rep_endpoint: str = Field(
+        default=topics.ENV_REP_BIND,
+        description="REP bind: StepRequest -> StepResult; loopback unless widened.",
+    )
     action_sub: str = Field(
-        default="tcp://localhost:5557",
+        default=topics.ACTOR_PUB_CONNECT,
         description="Async mode: the brain's PUB whose action_v2 drives steps.",
+    )
+    keys: Path | None = Field(
+        default=None, description="CURVE keys folder (secure mode, docs/security.md); null: plain sockets."
     )
     seed: int = Field(default=0, ge=0, description="Async mode: seed of the reset made at start-up.")
     republish_ms: int = Field(
