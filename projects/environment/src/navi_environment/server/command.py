@@ -89,7 +89,6 @@ def serve_command(
     Without --gmdag-file/--corpus the configured corpus folder (compile.corpus_dir under artifacts/)
     is used.
     """
-    from navi_contracts.curve import load_keys
     from navi_environment.backend import SdfDagBackend
     from navi_environment.server.service import scene_sources, serve
 
@@ -100,7 +99,6 @@ def serve_command(
     )  # fmt: skip
     try:
         paths = scene_sources(gmdag_file, corpus)
-        load_keys(config.keys, server=True, client=config.mode == "async")  # fail before loading scenes
     except ValueError as error:
         raise click.UsageError(str(error)) from error
     backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)

@@ -52,9 +52,16 @@ class ServerConfig(SettingsGroup):
 
     @model_validator(mode="after")
     def _check_async_has_endpoints(self) -> Self:
-        """Async mode is useless without a PUB (the brain never sees an observation) or an action source."""
+        """Async mode is useless without a PUB (the brain never sees an observation) or an action source.
+
+        Secure mode: the keys folder must hold the server half (and, in async mode, the client half).
+        """
         if self.mode == "async" and not self.pub_endpoint:
             raise ValueError("async mode needs a PUB endpoint: the brain acts on published observations")
         if self.mode == "async" and not self.action_sub:
             raise ValueError("async mode needs action_sub: the brain PUB whose actions drive the steps")
+        if self.keys is not None:  # an unusable keys folder fails at start-up, before scenes load
+            from navi_contracts.curve import load_keys
+
+            load_keys(self.keys, server=True, client=self.mode == "async")
         return self
