@@ -89,9 +89,12 @@ def test_a_foreign_host_is_refused_on_every_route(kit) -> None:  # type: ignore[
 def test_allowed_host_option_admits_that_name(kit) -> None:  # type: ignore[no-untyped-def]
     async def scenario() -> None:
         settings = kit.settings(allowed_hosts=("robot.lan",))
-        async with kit.running_dashboard(settings) as (url, _s, _a), aiohttp.ClientSession() as http:
-            async with http.get(url + "api/status", headers={"Host": f"robot.lan:{_port(url)}"}) as response:
-                assert response.status == 200
+        async with (
+            kit.running_dashboard(settings) as (url, _s, _a),
+            aiohttp.ClientSession() as http,
+            http.get(url + "api/status", headers={"Host": f"robot.lan:{_port(url)}"}) as response,
+        ):
+            assert response.status == 200
 
     asyncio.run(scenario())
 
