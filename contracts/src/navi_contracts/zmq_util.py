@@ -35,7 +35,7 @@ RECONNECT_IVL_MAX_MS = 2000
 DEFAULT_HWM = 1000
 """Messages queued per peer and direction unless a socket says otherwise (ZeroMQ's own default)."""
 
-_EXPOSURE = {
+_EXPOSURE: dict[int, str] = {
     zmq.PUB: "anyone who can reach it receives what it publishes",
     zmq.XPUB: "anyone who can reach it receives what it publishes",
     zmq.REP: "anyone who can reach it can send requests (step or reset the simulator)",
@@ -119,11 +119,12 @@ def warn_if_exposed(sock: zmq.Socket[Any], endpoint: str, *, secure: bool) -> bo
     """
     if is_local_endpoint(endpoint):
         return False
+    kind = int(sock.getsockopt(zmq.TYPE))
     log.warning(
         "contracts.socket.exposed",
         endpoint=endpoint,
-        socket=sock.socket_type.name if hasattr(sock.socket_type, "name") else str(sock.socket_type),
-        exposure=_EXPOSURE.get(int(sock.socket_type), "other machines can connect"),
+        socket=zmq.SocketType(kind).name,
+        exposure=_EXPOSURE.get(kind, "other machines can connect"),
         guard="CURVE: only allowlisted client keys" if secure else "none: pass --keys for CURVE",
     )
     return True
