@@ -194,3 +194,54 @@ def _small_limits(max_bytes: int):  # type: ignore[no-untyped-def]
     from navi_contracts import ContractLimits
 
     return ContractLimits(max_message_bytes=max_bytes)
+
+
+def test_secure_telemetry_reaches_the_recorder_and_the_dashboard_only_with_the_key(
+    keys: CurveKeys, tmp_path: Path
+) -> None:
+    from navi_auditor.settings import RecordingSettings
+    from navi_auditor.streams import StreamReader, record_stream
+    from navi_contracts import Publisher, TelemetryEvent
+    from navi_dashboard.ingest import build_feeds
+    from navi_dashboard.settings import DashboardSettings
+    from navi_dashboard.state import DashboardState
+
+    endpoint = free_tcp_endpoint()
+    event = TelemetryEvent(
+        event_type="test.secure", source="test", step_id=1, payload={"v": 2.0}, timestamp=0.0
+    )
+    settings = RecordingSettings(chunk_bytes=2048, chunk_seconds=0.05, fsync=False, poll_ms=20)
+    dashboard = DashboardSettings(matrix_sub=free_tcp_endpoint(), actor_sub=endpoint, keys=keys.folder)
+    state = DashboardState(dashboard.stream, dashboard.history)
+    feeds = build_feeds(dashboard, state)
+    with Publisher(endpoint, curve=keys) as publisher:
+        for feed in feeds:
+            feed.start(lambda: None)
+        try:
+            plain = threading.Thread(
+                target=record_stream,
+                args=([endpoint], tmp_path / "plain.navirec", settings),
+                kwargs={"duration_s": 1.5},
+            )
+            secure = threading.Thread(
+                target=record_stream,
+                args=([endpoint], tmp_path / "secure.navirec", settings),
+                kwargs={"duration_s": 1.5, "curve": keys, "max_messages": 3},
+            )
+            plain.start()
+            secure.start()
+            publisher.wait_for_subscribers(
+                topics.TELEMETRY_EVENT, count=2, timeout_ms=5000
+            )  # secure + dashboard
+            for _ in range(3):
+                publisher.publish(topics.TELEMETRY_EVENT, event)
+            plain.join(timeout=10)
+            secure.join(timeout=10)
+        finally:
+            for feed in feeds:
+                feed.stop()
+    assert [record.topic for record in StreamReader(tmp_path / "secure.navirec")] == [
+        topics.TELEMETRY_EVENT
+    ] * 3
+    assert list(StreamReader(tmp_path / "plain.navirec")) == []
+    assert state.status()["counts"]["telemetry"] == 3
