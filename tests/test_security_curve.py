@@ -94,6 +94,7 @@ def test_an_incomplete_keys_folder_is_one_clear_error(tmp_path: Path, keys: Curv
     assert load_keys(None) is None
 
 
+@pytest.mark.slow  # the fixture's backend compiles its kernels when first used in a process
 def test_only_the_allowlisted_client_steps_and_receives(
     secure_server: tuple[str, str], keys: CurveKeys, tmp_path: Path
 ) -> None:
@@ -134,6 +135,8 @@ def test_only_the_allowlisted_client_steps_and_receives(
         assert foreign_view.recv(timeout_ms=REFUSAL_TIMEOUT_MS) is None
     refused = [entry for entry in logs if entry["event"] == "contracts.curve.client_refused"]
     assert {entry["client_key"] for entry in refused} == {other.client_public.decode()}  # type: ignore[union-attr]
+    failed = [entry for entry in logs if entry["event"] == "contracts.curve.handshake_failed"]
+    assert {entry["endpoint"] for entry in failed} >= {rep}  # the keyless and the wrong-server-key client
 
 
 def test_oversized_requests_are_dropped_and_the_server_keeps_serving() -> None:

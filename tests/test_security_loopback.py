@@ -73,6 +73,7 @@ def test_endpoint_helpers() -> None:
 
 
 @linux_only
+@pytest.mark.slow  # the backend compiles its kernels when first used in a process
 def test_a_default_environment_server_listens_on_loopback_only() -> None:
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings

@@ -33,6 +33,7 @@ import structlog
 import zmq
 import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
+from zmq.utils.monitor import recv_monitor_message
 
 log = structlog.get_logger()
 
@@ -256,6 +257,41 @@ class _Allowlists:
         if not allowed:
             log.warning("contracts.curve.client_refused", domain=domain, client_key=key.decode("ascii"))
         return allowed
+
+
+_HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+_WATCHED = _HANDSHAKE_FAILURES | zmq.EVENT_MONITOR_STOPPED
+
+
+def watch_handshakes(sock: zmq.Socket[Any], endpoint: str) -> None:
+    """Log ``contracts.curve.handshake_failed`` for peers that fail before the allowlist is asked.
+
+    A peer with no key (plain ZeroMQ) or with the wrong server key never reaches the ZAP
+    authenticator; ZeroMQ only reports it on the socket monitor, which a daemon thread reads until
+    the socket closes (``EVENT_MONITOR_STOPPED``). Refused keys are logged by the authenticator.
+    """
+    monitor = sock.get_monitor_socket(_WATCHED)
+    threading.Thread(
+        target=_log_handshake_failures, args=(monitor, endpoint), name="navi-curve-monitor", daemon=True
+    ).start()
+
+
+def _log_handshake_failures(monitor: zmq.Socket[Any], endpoint: str) -> None:
+    try:
+        while True:
+            event = recv_monitor_message(monitor)
+            if event["event"] == zmq.EVENT_MONITOR_STOPPED:
+                return
+            log.warning(
+                "contracts.curve.handshake_failed",
+                endpoint=endpoint,
+                zmq_event=zmq.Event(event["event"]).name,
+                reason="no CURVE key, or not this server's public key",
+            )
+    except zmq.ZMQError:  # context terminated at interpreter exit
+        return
+    finally:
+        monitor.close(linger=0)
 
 
 _LOCK = threading.Lock()

@@ -98,7 +98,12 @@ def attach(
     """
     if curve is not None:
         curve.secure(sock, server=bind)
-    for endpoint in [endpoints] if isinstance(endpoints, str) else endpoints:
+    listed = [endpoints] if isinstance(endpoints, str) else list(endpoints)
+    if curve is not None and bind:
+        from navi_contracts.curve import watch_handshakes
+
+        watch_handshakes(sock, ",".join(listed))
+    for endpoint in listed:
         if bind:
             bind_with_retry(sock, endpoint)
             warn_if_exposed(sock, endpoint, secure=curve is not None)
