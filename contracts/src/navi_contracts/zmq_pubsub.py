@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import zmq
@@ -28,7 +28,10 @@ from navi_contracts.errors import ContractError, PeerTimeoutError
 from navi_contracts.model_base import WireModel
 from navi_contracts.settings import ContractLimits
 from navi_contracts.topics import TOPIC_MODELS
-from navi_contracts.zmq_util import ClosableSocket, bind_with_retry, new_socket, remaining_ms
+from navi_contracts.zmq_util import ClosableSocket, attach, new_socket, remaining_ms
+
+if TYPE_CHECKING:
+    from navi_contracts.curve import CurveKeys
 
 log = structlog.get_logger()
 
@@ -44,27 +47,34 @@ class Publisher(ClosableSocket):
     """Publishes wire models on topics; never blocks the caller.
 
     Args:
-        endpoint: ZeroMQ endpoint, e.g. ``tcp://*:5559``.
+        endpoint: ZeroMQ endpoint, e.g. ``tcp://127.0.0.1:5559``.
         bind: bind (servers) or connect (e.g. to a forwarding proxy).
         send_hwm: messages queued per subscriber before ZeroMQ drops new ones for it.
         multipart: send ``[topic, metadata, arrays...]`` without copying the arrays. ZeroMQ then
             reads the model's arrays after ``publish`` returns: never write into an array you
             handed to a published model (models normally view, not copy, your arrays).
+        curve: CURVE keys (secure mode): only allowlisted subscribers receive anything.
     """
 
     def __init__(
-        self, endpoint: str, bind: bool = True, send_hwm: int = 100, multipart: bool = False
+        self,
+        endpoint: str,
+        bind: bool = True,
+        send_hwm: int = 100,
+        multipart: bool = False,
+        *,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.multipart = multipart
-        self._socket = new_socket(zmq.XPUB)
-        self._socket.setsockopt(zmq.SNDHWM, send_hwm)
+        self._socket = new_socket(zmq.XPUB, send_hwm=send_hwm)
         self._socket.setsockopt(zmq.XPUB_VERBOSE, 1)  # pass every subscription notice, not only the first
         self._subscriptions: Counter[bytes] = Counter()
-        if bind:
-            bind_with_retry(self._socket, endpoint)
-        else:
-            self._socket.connect(endpoint)
+        try:
+            attach(self._socket, endpoint, bind=bind, curve=curve)
+        except BaseException:
+            self.close()
+            raise
 
     def publish(self, topic: str, model: WireModel) -> bool:
         """Encode and publish ``model`` on ``topic``.
@@ -164,6 +174,7 @@ class Subscriber(ClosableSocket):
         limits: decoding limits; default: :func:`navi_contracts.codec.default_limits`.
         recv_hwm: messages ZeroMQ buffers before dropping; default 1000 in order, 32 latest-only
             (a live view needs no backlog, and 1000 observations would be ~640 MB).
+        curve: CURVE keys (secure mode), as a client (or as the server with ``bind=True``).
     """
 
     def __init__(
@@ -175,21 +186,25 @@ class Subscriber(ClosableSocket):
         bind: bool = False,
         limits: ContractLimits | None = None,
         recv_hwm: int | None = None,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.endpoints = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         self.latest_only = latest_only
         self.dropped = 0
         self._limits = limits or default_limits()
         self._pending: dict[str, Any] = {}
-        self._socket = new_socket(zmq.SUB)
-        self._socket.setsockopt(zmq.RCVHWM, recv_hwm or (_LATEST_ONLY_HWM if latest_only else _ORDERED_HWM))
+        self._socket = new_socket(
+            zmq.SUB,
+            max_message_bytes=self._limits.max_message_bytes,
+            recv_hwm=recv_hwm or (_LATEST_ONLY_HWM if latest_only else _ORDERED_HWM),
+        )
         for topic in [""] if topics is None else topics:
             self._socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
-        for endpoint in self.endpoints:
-            if bind:
-                bind_with_retry(self._socket, endpoint)
-            else:
-                self._socket.connect(endpoint)
+        try:
+            attach(self._socket, self.endpoints, bind=bind, curve=curve)
+        except BaseException:
+            self.close()
+            raise
 
     def recv(self, timeout_ms: int) -> tuple[str, WireModel] | None:
         """The next decoded message, skipping (and logging) malformed ones.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 import zmq
@@ -25,7 +25,10 @@ from navi_contracts.errors import ContractError, PeerTimeoutError, RemoteError
 from navi_contracts.model_base import WireModel
 from navi_contracts.models import ErrorReply
 from navi_contracts.settings import ContractLimits
-from navi_contracts.zmq_util import ClosableSocket, bind_with_retry, new_socket
+from navi_contracts.zmq_util import ClosableSocket, attach, new_socket
+
+if TYPE_CHECKING:
+    from navi_contracts.curve import CurveKeys
 
 log = structlog.get_logger()
 
@@ -33,6 +36,9 @@ M = TypeVar("M", bound=WireModel)
 Handler = Callable[[WireModel], WireModel]
 
 _MESSAGE_MAX = 4000  # error text sent back; the full detail stays in the server log
+REP_RECV_HWM = 16
+"""Requests a REP server queues per peer: a REQ peer has at most one in flight, so this bounds only
+what a misbehaving (DEALER) peer can make the server hold."""
 
 
 class ReqClient(ClosableSocket):
@@ -44,6 +50,7 @@ class ReqClient(ClosableSocket):
         retries: extra attempts after the first one times out.
         limits: decoding limits for replies; default: :func:`navi_contracts.codec.default_limits`.
         multipart: send requests in the zero-copy multipart form (the server answers in kind).
+        curve: CURVE keys (secure mode): the client key pair and the server's public key.
     """
 
     def __init__(
@@ -53,6 +60,8 @@ class ReqClient(ClosableSocket):
         retries: int = 2,
         limits: ContractLimits | None = None,
         multipart: bool = False,
+        *,
+        curve: CurveKeys | None = None,
     ) -> None:
         if timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be > 0, got {timeout_ms}")
@@ -63,11 +72,16 @@ class ReqClient(ClosableSocket):
         self.retries = retries
         self.multipart = multipart
         self._limits = limits or default_limits()
+        self._curve = curve
         self._socket = self._new_socket()
 
     def _new_socket(self) -> zmq.Socket[Any]:
-        sock = new_socket(zmq.REQ)
-        sock.connect(self.endpoint)
+        sock = new_socket(zmq.REQ, max_message_bytes=self._limits.max_message_bytes)
+        try:
+            attach(sock, self.endpoint, bind=False, curve=self._curve)
+        except BaseException:
+            sock.close(linger=0)
+            raise
         return sock
 
     def _reset_socket(self) -> None:
@@ -127,11 +141,12 @@ class RepServer(ClosableSocket):
     """Answers requests with ``handler``; every failure becomes an ``ErrorReply``.
 
     Args:
-        endpoint: where to bind (or connect, with ``bind=False``), e.g. ``tcp://*:5560``.
+        endpoint: where to bind (or connect, with ``bind=False``), e.g. ``tcp://127.0.0.1:5560``.
         handler: request model -> reply model. Exceptions it raises are answered, not propagated.
         bind: bind (default) or connect.
         accepts: request classes the handler understands; others get ``wrong_kind``.
         limits: decoding limits; default: :func:`navi_contracts.codec.default_limits`.
+        curve: CURVE keys (secure mode): only allowlisted clients are served.
     """
 
     def __init__(
@@ -141,6 +156,8 @@ class RepServer(ClosableSocket):
         bind: bool = True,
         accepts: tuple[type[WireModel], ...] | None = None,
         limits: ContractLimits | None = None,
+        *,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.handler = handler
@@ -148,11 +165,14 @@ class RepServer(ClosableSocket):
         self.served = 0
         self.refused = 0
         self._limits = limits or default_limits()
-        self._socket = new_socket(zmq.REP)
-        if bind:
-            bind_with_retry(self._socket, endpoint)
-        else:
-            self._socket.connect(endpoint)
+        self._socket = new_socket(
+            zmq.REP, max_message_bytes=self._limits.max_message_bytes, recv_hwm=REP_RECV_HWM
+        )
+        try:
+            attach(self._socket, endpoint, bind=bind, curve=curve)
+        except BaseException:
+            self.close()
+            raise
 
     def serve(self, stop: threading.Event, poll_ms: int = 100) -> None:
         """Serve until ``stop`` is set (checked at least every ``poll_ms``).

@@ -122,7 +122,10 @@ def main() -> None:
 @click.option("--checkpoint-every", type=int, help="Environment steps between checkpoints.")
 @click.option("--keep-checkpoints", type=int, help="Checkpoints kept per run.")
 @click.option("--seed", type=int, help="Seed for torch, the environment and minibatch shuffles.")
-@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://*:5557).")
+@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://127.0.0.1:5557).")
+@click.option(
+    "--keys", type=click.Path(path_type=Path, file_okay=False), help="CURVE keys folder: secure telemetry."
+)
 @click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
 @click.option(
     "--backend",
@@ -148,6 +151,7 @@ def train(
     keep_checkpoints: int | None,
     seed: int | None,
     telemetry_pub: str | None,
+    keys: Path | None,
     no_telemetry: bool,
     backend: str | None,
     address: str | None,
@@ -175,6 +179,7 @@ def train(
         checkpoint__auto_resume=False if no_auto_resume else None,
         telemetry__endpoint=telemetry_pub,
         telemetry__enabled=False if no_telemetry else None,
+        telemetry__keys=keys,
         train__backend=backend,
         distributed__address=address,
         distributed__num_workers=num_workers,

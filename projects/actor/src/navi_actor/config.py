@@ -20,6 +20,7 @@ from navi_actor.launcher.config import LauncherConfig
 from navi_actor.models import PolicyConfig
 from navi_actor.service.config import ServiceConfig
 from navi_actor.shaping.reward_shaper import ShapingConfig
+from navi_contracts import topics
 from navi_contracts.settings import NaviSettings, SettingsGroup
 
 
@@ -109,9 +110,19 @@ class TelemetryConfig(SettingsGroup):
     """Live telemetry on the actor PUB socket."""
 
     enabled: bool = Field(default=True, description="Publish telemetry while training.")
-    endpoint: str = Field(default="tcp://*:5557", description="Actor PUB bind endpoint.")
+    endpoint: str = Field(default=topics.ACTOR_PUB_BIND, description="Actor PUB bind endpoint (loopback).")
+    keys: Path | None = Field(default=None, description="CURVE keys folder: secure mode (docs/security.md).")
     observation_hz: float = Field(default=10.0, gt=0.0, description="Actor-0 observation publish rate.")
     heartbeat_seconds: float = Field(default=1.0, gt=0.0, description="Heartbeat period during updates.")
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> TelemetryConfig:
+        """An unusable keys folder is a settings error at start-up, not a silent plain socket."""
+        if self.enabled and self.keys is not None:
+            from navi_contracts.curve import load_keys
+
+            load_keys(self.keys, server=True)
+        return self
 
 
 class EnvironmentChoice(SettingsGroup):
