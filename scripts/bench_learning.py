@@ -199,7 +199,8 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     type=int,
     default=8,
     show_default=True,
-    help="Evaluation episodes per held-out scene; fewer make the verdict noisy (docs/training.md).",
+    help="Evaluation episodes per held-out scene; fewer make the verdict noisy "
+    "(docs/experiments/2026-11-learning-runs-10-17.md).",
 )
 @click.option("--episode-steps", type=int, default=500, show_default=True, help="Evaluation truncation.")
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
