@@ -137,6 +137,7 @@ def test_bad_keywords_fail_with_one_clear_error(repo: Path) -> None:
         make_explore_env(scene=SCENE, render_mode="ansi", **SMALL)
 
 
+@pytest.mark.slow
 def test_record_video_records_the_panorama(repo: Path, tmp_path: Path) -> None:
     """gymnasium's RecordVideo (moviepy, a dev dependency) writes one frame per reset and step."""
     pytest.importorskip("moviepy")
@@ -157,3 +158,23 @@ def test_record_video_records_the_panorama(repo: Path, tmp_path: Path) -> None:
     with VideoFileClip(str(videos[0])) as clip:
         assert tuple(clip.size) == (64, 16)
         assert round(clip.duration * clip.fps) == 1 + SMALL["episode"]["max_steps"]
+
+
+@pytest.mark.slow  # rasterising a mesh (the mesh SDF kernels' first compile) takes ~20 s here
+def test_mesh_scene_compiles_into_the_cache_keyed_by_its_bytes(repo: Path, tmp_path: Path) -> None:
+    from navi_environment.scenes.export import export_layout
+    from navi_environment.scenes.registry import generate
+
+    mesh = export_layout(generate("apartment", 1), tmp_path / "flat.obj")
+    env = gym.make(EXPLORE_ID, scene=str(mesh), **SMALL)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (3, 16, 8)
+    (compiled,) = env.unwrapped.backend.scenes.corpus
+    assert compiled.parent == repo / "artifacts" / gym_scenes.CACHE_DIR and compiled.name.startswith(
+        "flat-r64-"
+    )
+    mesh.write_bytes(mesh.read_bytes() + b"\n# edited\n")
+    assert (
+        gym_scenes.cache_path(gym_scenes._file_digest(mesh), "flat", env.unwrapped.backend.settings)
+        != compiled
+    )
