@@ -181,3 +181,25 @@ def wandb_history(path: Path) -> list[dict[str, float]]:
                 }
                 rows.append(items | {"_step": record.history.step.num})
     return rows
+
+
+@pytest.mark.slow
+def test_wandb_falls_back_to_offline_when_the_server_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key that points at no server must not stop training: the run logs offline instead."""
+    pytest.importorskip("wandb")
+    from navi_actor import metrics_loggers
+
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("WANDB_API_KEY", "a" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # discard port: connection refused
+    monkeypatch.setattr(metrics_loggers, "ONLINE_INIT_TIMEOUT_S", 2.0)
+    logger = metrics_loggers.WandbLogger(tmp_path / "run", "fallback", {})
+    assert logger.mode == "offline"
+    logger.log({"charts/step_id": 8.0, "losses/value_loss": 0.5})
+    logger.close()
+    (offline,) = (tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb")
+    (row,) = wandb_history(offline)
+    assert row["_step"] == 8 and row["losses/value_loss"] == 0.5

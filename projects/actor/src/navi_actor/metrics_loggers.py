@@ -5,7 +5,8 @@
 ``charts/step_id``, written by the libraries themselves: TensorBoard's ``SummaryWriter``
 (``torch.utils.tensorboard``, which needs the ``tensorboard`` package: ``navi-actor[tensorboard]``)
 into ``<run>/tensorboard/``, and ``wandb`` (``navi-actor[wandb]``) into ``<run>/wandb/``. W&B runs
-offline unless you are logged in (``WANDB_API_KEY`` or a ``~/.netrc`` entry) or chose ``WANDB_MODE``;
+offline unless you are logged in (``WANDB_API_KEY`` or a ``~/.netrc`` entry) or chose ``WANDB_MODE``,
+and falls back to offline when an online start fails (server unreachable within 30 s, key refused);
 offline runs are synced later with ``wandb sync``. Neither library is imported unless chosen.
 
 Non-finite values (no episode finished this update; ``null`` in ``metrics.jsonl``) are left out, so a
@@ -21,11 +22,17 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import structlog
+
 LoggerKind = Literal["none", "tensorboard", "wandb"]
 STEP_KEY = "charts/step_id"
 TENSORBOARD_DIR = "tensorboard"
 EXPORT_DIR = "tensorboard-export"
 WANDB_HOST = "api.wandb.ai"
+ONLINE_INIT_TIMEOUT_S = 30.0
+"""How long an online ``wandb.init`` may wait on the server before the run logs offline instead."""
+
+log = structlog.get_logger()
 
 
 class MetricsLoggerUnavailableError(ValueError):
@@ -121,14 +128,25 @@ class WandbLogger:
             ) from error
         folder.mkdir(parents=True, exist_ok=True)
         self.mode = wandb_mode()
-        self._run = wandb.init(
-            project=os.environ.get("WANDB_PROJECT", "navi"),
-            name=run_id,
-            dir=str(folder),
-            config=config,
-            mode=self.mode,  # type: ignore[arg-type]
-            settings=wandb.Settings(silent=True, console="off"),
-        )
+
+        def start(mode: str) -> Any:
+            return wandb.init(
+                project=os.environ.get("WANDB_PROJECT", "navi"),
+                name=run_id,
+                dir=str(folder),
+                config=config,
+                mode=mode,  # type: ignore[arg-type]
+                settings=wandb.Settings(silent=True, console="off", init_timeout=ONLINE_INIT_TIMEOUT_S),
+            )
+
+        try:
+            self._run = start(self.mode)
+        except Exception as error:  # W&B unreachable or the key refused: keep training, log offline
+            if self.mode != "online":
+                raise
+            log.warning("actor.wandb.offline_fallback", reason=str(error))
+            self.mode = "offline"
+            self._run = start(self.mode)
         self._steps = _StepCounter()
 
     def log(self, record: dict[str, Any]) -> None:
