@@ -137,6 +137,11 @@ def main() -> None:
     help="Ray cluster for --backend ray: 'auto' or 'ray://HOST:PORT' (default: start a local one).",
 )
 @click.option("--num-workers", type=int, help="Ray rollout workers for --backend ray (default 2).")
+@click.option(
+    "--logger",
+    type=click.Choice(["none", "tensorboard", "wandb"]),
+    help="Also write the metrics to TensorBoard (<run>/tensorboard/) or W&B (offline unless logged in).",
+)
 @_with_options(_ENV_OPTIONS)
 def train(
     *,
@@ -156,6 +161,7 @@ def train(
     backend: str | None,
     address: str | None,
     num_workers: int | None,
+    logger: str | None,
     **env_options: Any,
 ) -> None:
     """Train the policy in-process with PPO (runs until Ctrl+C or --total-steps).
@@ -183,6 +189,7 @@ def train(
         train__backend=backend,
         distributed__address=address,
         distributed__num_workers=num_workers,
+        train__logger=logger,
     )
     settings = build_settings(encoder_backend=encoder_backend, temporal_core=temporal_core, **values)
     _start(settings)
@@ -376,12 +383,14 @@ def compare(
 
 
 def _register_service_commands() -> None:
-    """Commands owned by other modules: behaviour cloning (bc), the brain service and inference."""
+    """Commands owned by other modules: behaviour cloning (bc), the brain service, inference and
+    metrics export."""
     from navi_actor.bc.command import bc_pretrain
     from navi_actor.inference.command import infer
+    from navi_actor.metrics_command import export_metrics
     from navi_actor.service.command import serve
 
-    for command in (bc_pretrain, serve, infer):
+    for command in (bc_pretrain, serve, infer, export_metrics):
         main.add_command(command)
 
 

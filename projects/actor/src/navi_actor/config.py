@@ -175,6 +175,11 @@ class TrainConfig(SettingsGroup):
     artifacts_dir: Path | None = Field(
         default=None, description="Where runs and the model registry live (default: <repo>/artifacts)."
     )
+    logger: Literal["none", "tensorboard", "wandb"] = Field(
+        default="none",
+        description="Also write metrics.jsonl's scalars to TensorBoard (<run>/tensorboard/) or W&B (offline "
+        "unless logged in); extras navi-actor[tensorboard] / navi-actor[wandb].",
+    )
 
 
 class ActorSettings(NaviSettings):

@@ -227,9 +227,11 @@ class DistributedTrainer:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
 
         The workers stay up afterwards (a caller may train again); :meth:`close` stops them. Every
-        log event of the run is also kept in the run folder's ``logs/events.jsonl``.
+        log event of the run is also kept in the run folder's ``logs/events.jsonl``; metrics lines also
+        go to TensorBoard / W&B when ``train.logger`` chooses one.
         """
-        with self.run.capturing_logs():
+        logger, config = self.settings.train.logger, self.settings.model_dump(mode="json")
+        with self.run.capturing_logs(), self.run.mirroring_metrics(logger, config):
             return self._train()
 
     def _train(self) -> DistributedSummary:

@@ -135,9 +135,11 @@ class OnPolicyRunner:
     def run_training(self) -> TrainSummary:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
 
-        Every log event of the run is also kept in the run folder's ``logs/events.jsonl``.
+        Every log event of the run is also kept in the run folder's ``logs/events.jsonl``, and every
+        metrics line goes to TensorBoard / W&B too when ``train.logger`` chooses one.
         """
-        with self.run.capturing_logs():
+        logger, config = self.settings.train.logger, self.settings.model_dump(mode="json")
+        with self.run.capturing_logs(), self.run.mirroring_metrics(logger, config):
             return self._train()
 
     def _train(self) -> TrainSummary:

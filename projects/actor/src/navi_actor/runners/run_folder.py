@@ -17,11 +17,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from navi_contracts.atomic import atomic_write_json
 from navi_contracts.logging import log_to_file
 from navi_contracts.paths import repo_root
+
+if TYPE_CHECKING:
+    from navi_actor.metrics_loggers import LoggerKind, MetricsLogger
 
 _PACKAGES = ("navi-actor", "navi-contracts", "navi-environment", "torch", "numpy", "pydantic")
 
@@ -78,12 +81,26 @@ class RunFolder:
         self.logs = self.path / "logs"
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
+        self._mirror: MetricsLogger | None = None
 
     @contextmanager
     def capturing_logs(self) -> Iterator[Path]:
         """Copy every log event emitted inside the block to ``logs/events.jsonl`` (JSON lines)."""
         with log_to_file(self.logs / "events.jsonl") as path:
             yield path
+
+    @contextmanager
+    def mirroring_metrics(self, kind: LoggerKind, config: dict[str, Any]) -> Iterator[None]:
+        """Inside the block, every metrics line also goes to TensorBoard / W&B (``train.logger``)."""
+        from navi_actor.metrics_loggers import open_metrics_logger
+
+        self._mirror = open_metrics_logger(kind, self.path, self.run_id, config)
+        try:
+            yield
+        finally:
+            if self._mirror is not None:
+                self._mirror.close()
+            self._mirror = None
 
     def write_manifest(self, settings: dict[str, Any], extra: dict[str, Any]) -> Path:
         """Record the resolved settings, versions, git revision and ``extra`` facts (device, resume...)."""
@@ -109,3 +126,5 @@ class RunFolder:
         }
         with self.metrics_path.open("a", encoding="utf-8") as stream:
             stream.write(json.dumps(clean, sort_keys=True, allow_nan=False) + "\n")
+        if self._mirror is not None:
+            self._mirror.log(record)
