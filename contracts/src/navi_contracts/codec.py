@@ -8,7 +8,8 @@ the frames after the header in the order the header lists them (depth first); th
 little-endian and C order.
 
 Nothing is copied: the encoder hands out read-only views of the model's arrays, the decoder wraps
-the received frames with ``np.frombuffer`` (read-only arrays that keep the frames alive). Untrusted
+each received frame with ``np.ndarray(shape, dtype, buffer=frame)`` (read-only arrays that keep the
+frames alive). Untrusted
 input is checked before it is used: frame count and total size, header size and msgpack container
 sizes, then per array its dtype, rank, element count and batch against the limits and the frame's
 byte count against the shape, all before a single array exists. The model is then built the normal
@@ -50,10 +51,10 @@ ALLOWED_DTYPES = ("<f4", "<f8", "<i4", "<i8", "|b1", "|u1")
 
 _ARRAY_KEYS = frozenset(("dtype", "shape"))
 _MAGIC = b"NAVI"
-_COUNT = struct.Struct("<4sI")
+_COUNT = struct.Struct("<4sI")  # magic, frame count
+_BIG_ENDIAN_HOST = sys.byteorder == "big"
 # Errors a malformed but well-framed header can still provoke (a non-str key passed as a keyword,
 # a number pydantic cannot take...); converted so callers only ever see ContractError.
-_BIG_ENDIAN_HOST = sys.byteorder == "big"
 _UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
 
 
@@ -156,9 +157,9 @@ def join_frames(frames: Sequence[Frame]) -> bytes:
 # --------------------------------------------------------------------------- decoding
 
 
-def as_byte_view(data: Any) -> memoryview:
+def _byte_view(data: Any) -> memoryview:
     """``data`` as a flat byte memoryview (no copy); anything else is a ContractError."""
-    if type(data) is memoryview and data.format == "B" and data.ndim == 1:
+    if type(data) is memoryview and data.format == "B" and data.ndim == 1 and data.c_contiguous:
         return data  # the common case (a received ZeroMQ frame): nothing to convert
     try:
         view = memoryview(data)
@@ -175,7 +176,7 @@ def split_frames(data: Frame) -> list[memoryview]:
     Raises:
         ContractError: not such a buffer, truncated, or with bytes after the last frame.
     """
-    view = as_byte_view(data)
+    view = _byte_view(data)
     if len(view) < _COUNT.size:
         raise ContractError(f"truncated message: {len(view)} bytes")
     magic, count = _COUNT.unpack_from(view)
@@ -218,7 +219,7 @@ def decode(
         ContractError: for anything malformed, and only this error.
     """
     limits = limits or default_limits()
-    view = as_byte_view(data)
+    view = _byte_view(data)
     if len(view) > limits.max_message_bytes:
         raise ContractError(f"message of {len(view)} bytes exceeds the limit of {limits.max_message_bytes}")
     return decode_frames(split_frames(view), expected, limits)
@@ -249,7 +250,7 @@ def decode_frames(
     limits = limits or default_limits()
     if not 1 <= len(frames) <= 1 + MAX_ARRAY_FRAMES:
         raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {len(frames)}")
-    views = [as_byte_view(frame) for frame in frames]
+    views = [_byte_view(frame) for frame in frames]
     total = sum(map(len, views))
     if total > limits.max_message_bytes:
         raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")
