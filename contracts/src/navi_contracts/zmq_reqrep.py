@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 import zmq
 
-from navi_contracts.codec import default_limits
-from navi_contracts.codec_frames import decode_message, encode_message
+from navi_contracts.codec import decode_frames, default_limits, encode_frames
 from navi_contracts.errors import ContractError, PeerTimeoutError, RemoteError
 from navi_contracts.model_base import WireModel
 from navi_contracts.models import ErrorReply
@@ -49,7 +48,7 @@ class ReqClient(ClosableSocket):
         timeout_ms: wait per attempt, in milliseconds.
         retries: extra attempts after the first one times out.
         limits: decoding limits for replies; default: :func:`navi_contracts.codec.default_limits`.
-        multipart: send requests in the zero-copy multipart form (the server answers in kind).
+        multipart: send the request's arrays without copying them (zero copy).
         curve: CURVE keys (secure mode): the client key pair and the server's public key.
     """
 
@@ -103,12 +102,12 @@ class ReqClient(ClosableSocket):
             RemoteError: the server answered with an ``ErrorReply``.
             ContractError: the reply was malformed, of the wrong kind or for another request.
         """
-        frames = encode_message(model, self.multipart)
+        frames = encode_frames(model, copy=not self.multipart)
         attempts = 1 + self.retries
         for attempt in range(1, attempts + 1):
             reply = self._attempt(frames)
             if reply is not None:
-                decoded = decode_message(reply, limits=self._limits)
+                decoded = decode_frames(reply, limits=self._limits)
                 return self._check_reply(model, decoded, expected)  # type: ignore[return-value]
             log.warning("contracts.req.timeout", endpoint=self.endpoint, attempt=attempt, attempts=attempts)
             self._reset_socket()
@@ -200,12 +199,11 @@ class RepServer(ClosableSocket):
         started = time.perf_counter()
         frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
         reply = self._answer(frames)
-        multipart = len(frames) > 1  # answer in the form the client used
-        try:
-            payload = encode_message(reply, multipart)
+        try:  # zero copy: the client's next request can only come after the reply went out
+            payload = encode_frames(reply)
         except ContractError as exc:
             reply = self._refuse("handler_error", f"reply could not be encoded: {exc}", None)
-            payload = encode_message(reply, multipart)
+            payload = encode_frames(reply)
         try:
             self._socket.send_multipart(payload, zmq.NOBLOCK, copy=False)
         except zmq.Again:
@@ -218,7 +216,7 @@ class RepServer(ClosableSocket):
 
     def _answer(self, frames: list[Any]) -> WireModel:
         try:
-            request = decode_message([frame.buffer for frame in frames], limits=self._limits)
+            request = decode_frames([frame.buffer for frame in frames], limits=self._limits)
         except ContractError as exc:
             return self._refuse("bad_request", str(exc), None)
         request_id = getattr(request, "request_id", None)

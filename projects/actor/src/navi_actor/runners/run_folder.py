@@ -11,17 +11,15 @@ import json
 import math
 import platform
 import secrets
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from navi_contracts.atomic import atomic_write_json
 from navi_contracts.logging import log_to_file
-from navi_contracts.paths import repo_root
+from navi_contracts.provenance import git_revision, package_versions
 
 if TYPE_CHECKING:
     from navi_actor.metrics_loggers import LoggerKind, MetricsLogger
@@ -33,36 +31,6 @@ def new_run_id(label: str) -> str:
     """``YYYYmmdd-HHMMSS-<label>-<4 hex>``: sortable by time, unique across parallel starts."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{label}-{secrets.token_hex(2)}"
-
-
-def package_versions() -> dict[str, str]:
-    """Installed versions of the packages that shape a run's results."""
-    versions: dict[str, str] = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
-
-
-def git_revision() -> str | None:
-    """``HEAD`` of the repository (with ``+dirty`` when the tree has changes), or None outside git."""
-    try:
-        root = str(repo_root())
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}+dirty" if dirty else head
 
 
 class RunFolder:
@@ -108,7 +76,7 @@ class RunFolder:
             "run_id": self.run_id,
             "created_at": datetime.now(UTC).isoformat(),
             "settings": settings,
-            "versions": package_versions(),
+            "versions": package_versions(_PACKAGES),
             "git_revision": git_revision(),
             "python": platform.python_version(),
             "host": platform.node(),
