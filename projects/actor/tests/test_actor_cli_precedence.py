@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from navi_actor import cli
 from navi_actor.service import command as service_command
 from navi_contracts import settings as contract_settings
+from navi_contracts.curve import generate_keys
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ CASES: dict[str, list[Case]] = {
         Case("--backend", "train.backend", "ray", "local", "ray"),
         Case("--address", "distributed.address", "ray://c:3", "ray://b:2", "ray://a:1"),
         _int("--num-workers", "distributed.num_workers"),
+        Case("--logger", "train.logger", "wandb", "tensorboard", "wandb"),
+        Case("--keys", "telemetry.keys", "{tmp}/keys_cli", "{tmp}/keys_env", "{tmp}/keys_dotenv"),
     ],
     "evaluate": ENV_CASES,
     "compare": ENV_CASES,
@@ -96,6 +99,7 @@ CASES: dict[str, list[Case]] = {
         _int("--seed", "service.seed"),
         _int("--total-steps", "service.total_steps"),
         _int("--request-timeout-ms", "service.request_timeout_ms", 700, 500, 300),
+        Case("--keys", "service.keys", "{tmp}/keys_cli", "{tmp}/keys_env", "{tmp}/keys_dotenv"),
         _int("--wait-for-subscribers", "service.wait_for_subscribers"),
         Case("--device", "train.device", "cuda:3", "cuda:2", "cuda:1"),
         _int("--torch-threads", "train.torch_threads"),
@@ -108,14 +112,16 @@ CASES: dict[str, list[Case]] = {
         _int("--seed", "inference.seed"),
         Case("--telemetry-pub", "telemetry.endpoint", "tcp://*:7003", "tcp://*:7002", "tcp://*:7001"),
         Case("--no-telemetry", "telemetry.enabled", None, "true", "false", "False"),
+        Case("--keys", "telemetry.keys", "{tmp}/keys_cli", "{tmp}/keys_env", "{tmp}/keys_dotenv"),
     ],
 }
 
 # Options that are not settings: the command's own inputs and outputs, with the reason.
 NOT_SETTINGS: dict[str, set[str]] = {
     "train": {"--checkpoint"},  # a start point for this run, not a configuration
-    "evaluate": {"--episodes", "--deterministic", "--stochastic", "--seed", "--json"},  # protocol
-    "compare": {"--episodes", "--deterministic", "--stochastic", "--seed", "--json"},
+    # the evaluation protocol: which policies fly which planned episodes, how they act, the output
+    "evaluate": {"--policy", "--episodes-per-scene", "--mode", "--seed", "--json"},
+    "compare": {"--episodes-per-scene", "--mode", "--seed", "--json"},
     "bc-pretrain": {"--checkpoint", "--out", "--promote"},
     "serve": {"--deterministic"},  # the other half of --deterministic/--stochastic
     "infer": {"--checkpoint", "--deterministic"},
@@ -151,6 +157,8 @@ def capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(cli, "build_settings", stop_with(real_build))
     monkeypatch.setattr(service_command, "build_brain_settings", stop_with(real_brain))
     (tmp_path / "cli.pt").write_bytes(b"")
+    for layer in ("cli", "env", "dotenv"):  # CURVE key folders are checked when settings are built
+        generate_keys(tmp_path / f"keys_{layer}")
     return dotenv
 
 
@@ -183,13 +191,14 @@ PARAMS = [
 
 @pytest.mark.parametrize(("command", "case"), PARAMS)
 def test_cli_beats_environment_beats_dotenv(command: str, case: Case, capture: Path, tmp_path: Path) -> None:
-    capture.write_text(f"{case.variable}={case.dotenv}\n")
+    dotenv, env = case.dotenv.format(tmp=tmp_path), case.env.format(tmp=tmp_path)
+    capture.write_text(f"{case.variable}={dotenv}\n")
     from_dotenv = _settings_of(command, [], tmp_path, {})
-    assert _value(from_dotenv, case.field) == _shown(case.dotenv)
-    from_env = _settings_of(command, [], tmp_path, {case.variable: case.env})
-    assert _value(from_env, case.field) == _shown(case.env)
+    assert _value(from_dotenv, case.field) == _shown(dotenv)
+    from_env = _settings_of(command, [], tmp_path, {case.variable: env})
+    assert _value(from_env, case.field) == _shown(env)
     cli_args = [case.flag] if case.cli is None else [case.flag, case.cli.format(tmp=tmp_path)]
-    from_cli = _settings_of(command, cli_args, tmp_path, {case.variable: case.env})
+    from_cli = _settings_of(command, cli_args, tmp_path, {case.variable: env})
     expected = case.expected_cli if case.expected_cli is not None else case.cli.format(tmp=tmp_path)  # type: ignore[union-attr]
     assert _value(from_cli, case.field) == expected
 

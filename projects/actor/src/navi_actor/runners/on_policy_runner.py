@@ -140,9 +140,11 @@ class OnPolicyRunner:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
 
         Every log event of the run, from ``actor.train.started`` on, is kept in the run folder's
-        ``logs/events.jsonl``; the first lines a person sees say what the run starts from.
+        ``logs/events.jsonl``, every metrics line goes to TensorBoard / W&B too when ``train.logger``
+        chooses one, and the first lines a person sees say what the run starts from.
         """
-        with self.run.capturing_logs():
+        logger, config = self.settings.train.logger, self.settings.model_dump(mode="json")
+        with self.run.capturing_logs(), self.run.mirroring_metrics(logger, config):
             log.info(
                 "actor.train.started",
                 run_id=self.run.run_id,
@@ -193,7 +195,12 @@ class OnPolicyRunner:
                         f"collecting the first rollout ({self.settings.rollout.rollout_length} steps x "
                         f"{self.env.num_actors} drones; the first steps compile the simulator's kernels)"
                     )
-                stats = self.collector.collect(self.settings.rollout.gamma, self.settings.rollout.gae_lambda)
+                rollout = self.settings.rollout
+                stats = self.collector.collect(
+                    *self.learner.discount(
+                        rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
+                    )
+                )
                 if max_minutes is not None:
                     self.learner.set_time_spent(clock.total() / (60 * max_minutes))
                 if updates == 0:

@@ -21,5 +21,12 @@ class ShapingConfig(BaseModel):
     loop_threshold: float = Field(
         default=0.8, ge=0, lt=1, description="Loop score below which there is no penalty."
     )
+    spin_weight: float = Field(
+        default=0.0, ge=0, description="Largest penalty per step for a sustained turn one way."
+    )
+    spin_window: int = Field(default=20, ge=1, description="Steps of the running mean of the yaw action.")
+    spin_free: float = Field(
+        default=0.3, ge=0, lt=1, description="|running mean yaw| below which turning is free."
+    )
     rnd: RndConfig = Field(default_factory=RndConfig, description="Random Network Distillation.")
     memory: EpisodicMemoryConfig = Field(default_factory=EpisodicMemoryConfig, description="Episodic memory.")
