@@ -36,6 +36,23 @@ def _settings(**compile_overrides: Any) -> EnvironmentSettings:
     return settings
 
 
+_up_axis_option = click.option(
+    "--up-axis",
+    type=click.Choice(["auto", "z", "y", "x", "-z", "-y", "-x"]),
+    default="auto",
+    show_default=True,
+    help="Meshes: the file's up direction. auto: +y for glTF (its convention), decided from the "
+    "geometry for OBJ/PLY/STL (the choice and the reason are printed).",
+)
+_scale_option = click.option(
+    "--scale",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Meshes: multiply coordinates by this to get metres (0.01 for centimetres, 0.001 for mm).",
+)
+
+
 def _emit(payload: dict[str, Any], as_json: bool, lines: list[str]) -> None:
     if as_json:
         click.echo(json.dumps(payload, sort_keys=True))
@@ -59,25 +76,53 @@ def _emit(payload: dict[str, Any], as_json: bool, lines: list[str]) -> None:
 @click.option(
     "--far-tolerance-voxels", type=float, default=None, help="Far-field collapse tolerance (voxels)."
 )
-def compile_gmdag(
-    source: str, output: Path, resolution: int | None, repair: bool, far_tolerance_voxels: float | None
+@_up_axis_option
+@_scale_option
+def compile_gmdag(  # noqa: PLR0917 - one parameter per CLI option
+    source: str,
+    output: Path,
+    resolution: int | None,
+    repair: bool,
+    far_tolerance_voxels: float | None,
+    up_axis: str,
+    scale: float,
 ) -> None:
-    """Compile a mesh or procedural scene into a GMDAG v1 file (written atomically)."""
+    """Compile a mesh or procedural scene into a GMDAG v1 file (written atomically), with a
+    provenance record beside it (``<output>.provenance.json``: source, transform, versions)."""
+    from navi_environment.corpus.provenance import write_provenance
     from navi_environment.corpus.sources import compile_source
     from navi_environment.gmdag.writer import write_gmdag
 
     settings = _settings(resolution=resolution, far_tolerance_voxels=far_tolerance_voxels)
     try:
-        compiled = compile_source(source, settings.compile, repair=repair)
+        compiled = compile_source(source, settings.compile, repair=repair, up_axis=up_axis, scale=scale)
     except ValueError as error:
         raise click.ClickException(str(error)) from error
     written = write_gmdag(compiled.asset, output)
+    write_provenance(output, compiled, repair=repair)
     ratio = 2 * compiled.asset.resolution**3 / written
+    if compiled.mesh_import is not None:
+        for line in _mesh_import_lines(compiled.mesh_import):
+            click.echo(line)
     click.echo(
         f"{output}: {compiled.asset.resolution}^3, voxel {compiled.asset.voxel_size:.4f} m, "
         f"{compiled.asset.nodes.shape[0]} nodes, {written} bytes ({ratio:.1f}x vs dense fp16), "
         f"{compiled.seconds:.1f} s"
     )
+
+
+def _mesh_import_lines(record: dict[str, Any]) -> list[str]:
+    """What the import did: triangles kept/dropped, the up axis and why, and any doubt."""
+    dropped = record["dropped"]
+    lines = [
+        f"triangles: {record['triangles_kept']} of {record['triangles_read']} kept "
+        f"(dropped: {dropped['non_finite']} NaN/infinite, {dropped['degenerate']} degenerate, "
+        f"{dropped['duplicate']} duplicate)",
+        f"up axis: {record['up_axis_reason']}; scale {record['scale']}",
+    ]
+    if record.get("orientation_warning"):
+        lines.append(f"warning: {record['orientation_warning']}")
+    return lines
 
 
 @click.command("check-sdfdag")
