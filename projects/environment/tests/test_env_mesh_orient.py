@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import trimesh
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from navi_environment.corpus.settings import CompileSettings
@@ -17,37 +18,6 @@ from navi_environment.corpus.sources import compile_source
 from navi_environment.gmdag.sample import sample_dense
 from navi_environment.mesh.load import import_mesh
 from navi_environment.mesh.orient import choose_orientation
-
-
-def room(
-    width: float = 7.0, depth: float = 5.0, height: float = 3.0, *, ceiling: bool = True, furniture: int = 2
-) -> trimesh.Trimesh:
-    """A z-up room: floor slab, four walls, an optional ceiling and boxes standing on the floor."""
-    t = 0.2
-    boxes = [
-        ((0, 0, -t), (width, depth, 0)),
-        ((0, 0, 0), (t, depth, height)),
-        ((width - t, 0, 0), (width, depth, height)),
-        ((0, 0, 0), (width, t, height)),
-        ((0, depth - t, 0), (width, depth, height)),
-    ]
-    if ceiling:
-        boxes.append(((0, 0, height), (width, depth, height + t)))
-    for k in range(furniture):
-        x = 0.5 + k * (width - 2.0) / max(furniture, 1)
-        boxes.append(((x, 0.6, 0), (x + 1.0, 1.4 + 0.3 * k, 0.8)))
-    parts = [trimesh.creation.box(bounds=np.array(b, dtype=np.float64)) for b in boxes]
-    return trimesh.util.concatenate(parts)
-
-
-def ground_with_boxes() -> trimesh.Trimesh:
-    """An open site: a 30 x 30 m ground plane (two triangles) and three boxes on it."""
-    plane = trimesh.Trimesh(
-        [[-15, -15, 0], [15, -15, 0], [15, 15, 0], [-15, 15, 0]], [[0, 1, 2], [0, 2, 3]], process=False
-    )
-    boxes = [trimesh.creation.box(bounds=np.array(b, dtype=np.float64)) for b in (
-        ((-5, -5, 0), (-2, -1, 3)), ((4, 2, 0), (8, 6, 5)), ((0, 8, 0), (1, 9, 2)))]  # fmt: skip
-    return trimesh.util.concatenate([plane, *boxes])
 
 
 def proper_rotations() -> list[np.ndarray]:
@@ -71,7 +41,7 @@ def _up_name(direction: np.ndarray) -> str:
     return ("" if direction[axis] > 0 else "-") + "xyz"[axis]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     rotation=st.sampled_from(range(24)),
     width=st.floats(4.0, 12.0),
@@ -81,10 +51,16 @@ def _up_name(direction: np.ndarray) -> str:
     furniture=st.integers(1, 3),
 )
 def test_rotated_room_is_detected_the_right_way_up(  # noqa: PLR0917 - hypothesis draws
-    rotation: int, width: float, depth: float, height: float, ceiling: bool, furniture: int
+    scene_meshes: SimpleNamespace,
+    rotation: int,
+    width: float,
+    depth: float,
+    height: float,
+    ceiling: bool,
+    furniture: int,
 ) -> None:
     matrix = ROTATIONS[rotation]
-    mesh = room(width, depth, height, ceiling=ceiling, furniture=furniture)
+    mesh = scene_meshes.room(width, depth, height, ceiling=ceiling, furniture=furniture)
     rotated = mesh.triangles @ matrix.T
     expected = _up_name(matrix @ np.array([0.0, 0.0, 1.0]))
     orientation = choose_orientation(rotated, ".obj", "auto", 1.0)
@@ -95,16 +71,16 @@ def test_rotated_room_is_detected_the_right_way_up(  # noqa: PLR0917 - hypothesi
     np.testing.assert_allclose(np.ptp(back[:, 2]), np.ptp(mesh.vertices[:, 2]), atol=1e-9)
 
 
-def test_ground_with_boxes_is_up_from_the_ground_and_upside_down_warns() -> None:
-    site = ground_with_boxes()
+def test_ground_with_boxes_is_up_from_the_ground_and_upside_down_warns(scene_meshes: SimpleNamespace) -> None:
+    site = scene_meshes.site()
     decided = choose_orientation(site.triangles, ".stl", "auto", 1.0)
     assert decided.up_axis == "z" and decided.reason.startswith("auto: z up (open top")
     flipped = choose_orientation(site.triangles, ".stl", "-z", 1.0)
     assert flipped.warning is not None and "--up-axis" in flipped.warning
 
 
-def test_explicit_wrong_axis_warns_naming_the_option() -> None:
-    y_up = room().triangles @ ROTATIONS[0].T  # identity: z up
+def test_explicit_wrong_axis_warns_naming_the_option(scene_meshes: SimpleNamespace) -> None:
+    y_up = scene_meshes.room().triangles @ ROTATIONS[0].T  # identity: z up
     sideways = choose_orientation(y_up, ".obj", "y", 1.0)
     assert sideways.warning is not None and "--up-axis z" in sideways.warning
 
@@ -116,8 +92,10 @@ def _export_y_up(mesh: trimesh.Trimesh, path: Path) -> Path:
 
 
 @pytest.mark.parametrize("ceiling", [True, False])
-def test_same_room_y_up_and_z_up_compile_to_the_same_scene(tmp_path: Path, ceiling: bool) -> None:
-    mesh = room(ceiling=ceiling)
+def test_same_room_y_up_and_z_up_compile_to_the_same_scene(
+    scene_meshes: SimpleNamespace, tmp_path: Path, ceiling: bool
+) -> None:
+    mesh = scene_meshes.room(ceiling=ceiling)
     z_path = tmp_path / "room_z.obj"
     mesh.export(z_path)
     y_path = _export_y_up(mesh, tmp_path / "room_y.obj")
@@ -138,8 +116,10 @@ def test_same_room_y_up_and_z_up_compile_to_the_same_scene(tmp_path: Path, ceili
         np.testing.assert_allclose(sample_dense(compiled.asset)[0], reference_sdf, atol=reference.voxel_size)
 
 
-def test_gltf_export_of_a_y_up_file_round_trips_with_auto(tmp_path: Path) -> None:
-    mesh = room()
+def test_gltf_export_of_a_y_up_file_round_trips_with_auto(
+    scene_meshes: SimpleNamespace, tmp_path: Path
+) -> None:
+    mesh = scene_meshes.room()
     to_y_up = np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])
     path = tmp_path / "room.glb"
     trimesh.Trimesh(mesh.vertices @ to_y_up.T, mesh.faces, process=False).export(path)

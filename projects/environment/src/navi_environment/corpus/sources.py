@@ -87,7 +87,9 @@ def compile_source(
             source, repair=repair, max_extent_m=settings.max_mesh_extent_m, up_axis=up_axis, scale=scale
         )
         mesh, mesh_import = imported.mesh, imported.record()
-        sdf, semantic, bmin, voxel = mesh_grids(mesh, size)
+        # Half of min_solid_voxels on each side: an open ground plane or a single-sided wall
+        # becomes a solid shell min_solid_voxels thick, as thin procedural boxes do.
+        sdf, semantic, bmin, voxel = mesh_grids(mesh, size, shell_voxels=0.5 * settings.min_solid_voxels)
         family, seed, canonical = "mesh", None, str(Path(source))
         lo, hi = mesh.bounds
     # Stage progress for long single compiles (512^3 meshes take minutes): one event per stage.
