@@ -184,7 +184,7 @@ def train(
     if settings.train.backend == "ray":
         _train_on_ray(settings, checkpoint)
         return
-    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    built = _environment_or_refusal(build_environment, settings)
     telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
     try:
         runner = OnPolicyRunner(
@@ -202,6 +202,15 @@ def train(
         if telemetry is not None:
             telemetry.close()
     _report_training(summary)
+
+
+def _environment_or_refusal(build_environment: Any, settings: Any) -> Any:
+    """The training/evaluation environment; a scene that cannot be used (no file, a broken file, no
+    place a drone can start) is refused with one line instead of a traceback."""
+    try:
+        return build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    except (ValueError, FileNotFoundError) as error:  # SceneRejectedError, GmdagFormatError, ManifestError
+        raise click.ClickException(f"unusable scene: {error}") from error
 
 
 def _train_on_ray(settings: Any, checkpoint: Path | None) -> None:
@@ -296,7 +305,7 @@ def _load_for_evaluation(checkpoint: Path, env_options: dict[str, Any]) -> tuple
         loaded = load_checkpoint(checkpoint, map_location=settings.train.device)
     except CheckpointError as error:
         raise click.ClickException(str(error)) from error
-    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    built = _environment_or_refusal(build_environment, settings)
     sensor = (loaded.policy_config.azimuth, loaded.policy_config.elevation)
     if tuple(built.env.observation_shape[1:]) != sensor:
         raise click.ClickException(
