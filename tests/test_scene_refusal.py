@@ -65,7 +65,7 @@ def test_explore_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_
     from navi_auditor.cli import main
 
     env = {**SMALL, "NAVI_AUDITOR_EXPLORE__PUBLISH": "none"}
-    arguments = ["explore", "--gmdag-file", str(solid_scene), "--autopilot", "--max-steps", "2", "--pub", "none"]
+    arguments = ["explore", "--gmdag-file", str(solid_scene), "--autopilot", "--max-steps", "2"]
     result = CliRunner().invoke(main, arguments, env=env)
     _refused(result, solid_scene)
 
