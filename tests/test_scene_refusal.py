@@ -64,9 +64,8 @@ def test_serve_refuses_a_scene_that_cannot_host_drones(solid_scene: Path) -> Non
 def test_explore_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_path: Path) -> None:
     from navi_auditor.cli import main
 
-    env = {**SMALL, "NAVI_AUDITOR_EXPLORE__PUBLISH": "none"}
     arguments = ["explore", "--gmdag-file", str(solid_scene), "--autopilot", "--max-steps", "2"]
-    result = CliRunner().invoke(main, arguments, env=env)
+    result = CliRunner().invoke(main, [*arguments, "--pub", "none"], env=SMALL)
     _refused(result, solid_scene)
 
 
