@@ -121,3 +121,29 @@ def test_train_on_a_y_up_mesh_then_evaluate_refuses_a_solid_scene(solid_scene: P
         actor, ["evaluate", str(checkpoint), "--gmdag-file", str(solid_scene), *common], env=env
     )
     _refused(evaluated, solid_scene)
+
+
+@pytest.mark.slow
+def test_train_on_a_corpus_built_from_a_mesh_folder(tmp_path: Path) -> None:
+    """``corpus prepare --source DIR`` then ``navi-actor train --corpus DIR``."""
+    from navi_actor.cli import main as actor
+    from navi_environment.cli import main as environment
+
+    folder = tmp_path / "meshes"
+    folder.mkdir()
+    for name, top in (("hall", [8.0, 6.0, 3.0]), ("tall", [5.0, 5.0, 4.0])):
+        box = trimesh.creation.box(bounds=np.array([[0.0, 0.0, 0.0], top]))
+        trimesh.Trimesh(box.vertices, box.faces[:, ::-1], process=False).export(folder / f"{name}.ply")
+    corpus = tmp_path / "corpus"
+    runner = CliRunner()
+    arguments = ["corpus", "prepare", "--source", str(folder), "--resolution", "32"]
+    prepared = runner.invoke(environment, [*arguments, "--output", str(corpus)])
+    assert prepared.exit_code == 0, prepared.output
+    trained = runner.invoke(
+        actor,
+        ["train", "--corpus", str(corpus), "--actors", "2", "--torch-threads", "1", "--total-steps", "32",
+         "--rollout-length", "16", "--no-telemetry"],
+        env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)},
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    assert "finished: " in trained.output

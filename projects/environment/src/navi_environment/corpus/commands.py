@@ -202,13 +202,14 @@ def export_scene(source: str, output: Path) -> None:
 
 @click.group("corpus")
 def corpus() -> None:
-    """Build and inspect the procedural training corpus."""
+    """Build and inspect a training corpus (procedural scenes and/or your own meshes)."""
 
 
 @corpus.command("prepare")
 @click.option(
-    "--families", default=None, help="Comma-separated families (default: compile.families, all five)."
-)
+    "--families", default=None, help="Comma-separated procedural families (default: compile.families, all "
+    "five; none when meshes are given; 'none' for none)."
+)  # fmt: skip
 @click.option(
     "--count", type=int, default=None, help="Scenes per family (default: compile.count_per_family)."
 )
@@ -216,26 +217,64 @@ def corpus() -> None:
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Corpus folder (default: artifacts/<compile.corpus_dir>).")  # fmt: skip
 @click.option("--no-qualify", is_flag=True, help="Skip spawn qualification (faster, for experiments).")
-def corpus_prepare(
-    families: str | None, count: int | None, resolution: int | None, output: Path | None, no_qualify: bool
+@click.option(
+    "--source", "source_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="A folder of mesh files (.glb/.gltf/.obj/.ply/.stl, searched recursively) to compile.",
+)  # fmt: skip
+@click.option(
+    "--mesh", "mesh_paths", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="A mesh file to compile into the corpus (repeatable).",
+)  # fmt: skip
+@_up_axis_option
+@_scale_option
+@click.option("--repair", is_flag=True, help="Meshes: merge vertices, fix winding/normals, fill holes.")
+def corpus_prepare(  # noqa: PLR0917 - one parameter per CLI option
+    families: str | None,
+    count: int | None,
+    resolution: int | None,
+    output: Path | None,
+    no_qualify: bool,
+    source_dir: Path | None,
+    mesh_paths: tuple[Path, ...],
+    up_axis: str,
+    scale: float,
+    repair: bool,
 ) -> None:
-    """Compile, qualify and write the corpus with manifest.json (staged, swapped in on success)."""
-    from navi_contracts.paths import artifacts_root
-    from navi_environment.corpus.prepare import prepare_corpus
+    """Compile, qualify and write the corpus with manifest.json (staged, swapped in on success).
 
-    family_list = tuple(name.strip() for name in families.split(",") if name.strip()) if families else None
-    settings = _settings(
-        resolution=resolution,
-        count_per_family=count,
-        families=family_list,
-        qualify=False if no_qualify else None,
-    )
+    Mesh files that cannot be imported or cannot host drones are left out and listed under
+    ``rejected`` in the manifest, with their reason.
+    """
+    from navi_contracts.paths import artifacts_root
+    from navi_environment.corpus.prepare import MeshSources, mesh_files, prepare_corpus
+
+    family_list = None
+    if families is not None:
+        family_list = tuple(n.strip() for n in families.split(",") if n.strip() and n.strip() != "none")
+    settings = _settings(resolution=resolution, count_per_family=count, qualify=False if no_qualify else None)
     target = output or artifacts_root() / settings.compile.corpus_dir
     try:
-        manifest = prepare_corpus(target, settings.compile, env_settings=settings, progress=True)
+        files = [*(mesh_files(source_dir) if source_dir is not None else []), *mesh_paths]
+        meshes = MeshSources(tuple(files), up_axis=up_axis, scale=scale, repair=repair)
+        manifest = prepare_corpus(
+            target,
+            settings.compile,
+            families=family_list,
+            env_settings=settings,
+            progress=True,
+            meshes=meshes,
+        )
     except ValueError as error:
         raise click.ClickException(str(error)) from error
     click.echo(f"{target}: {len(manifest.scenes)} scenes, {len(manifest.rejected)} rejected")
+    for rejected in manifest.rejected:
+        click.echo(f"rejected {rejected['source']}: {rejected['reason']}")
+    for entry in manifest.scenes:
+        if entry.mesh_import is not None:
+            click.echo(
+                f"{entry.id}: {entry.source}: {entry.mesh_import['up_axis_reason']}; "
+                f"{entry.qualification.reason}"
+            )
 
 
 def register(group: click.Group) -> None:
