@@ -29,7 +29,9 @@ def test_png_round_trip_and_bad_input() -> None:
 
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory, scene_meshes: SimpleNamespace) -> dict[str, GmdagAsset]:
+def compiled(
+    tmp_path_factory: pytest.TempPathFactory, scene_meshes: SimpleNamespace
+) -> dict[str, GmdagAsset]:
     folder = tmp_path_factory.mktemp("preview")
     scene_meshes.room().export(folder / "room.obj")
     scene_meshes.site().export(folder / "site.obj")
