@@ -42,11 +42,15 @@ LEDGE_MARGIN = 0.05
 off the middle."""
 CLUTTER_MARGIN = 0.02
 """The rest of the geometry decides the sign only when its centre is this far off the middle."""
-SUPPORT_CELLS = 24
+SUPPORT_CELLS = 48
 MIN_SUPPORT = 0.5
-OPEN_TOP_BAND = 0.15
-OPEN_TOP_CONTRAST = 0.4
-"""A direction is up at once when its low end covers this much more of the footprint than its top."""
+OPEN_TOP_BAND = 0.5
+OPEN_TOP_CONTRAST = 0.15
+"""A direction is up at once when its lower half covers this much more of the footprint than its
+upper half ...
+"""
+OPEN_TOP_DOMINANCE = 2.0
+"""... and that contrast is this many times any other axis's."""
 
 
 @dataclass(frozen=True)
@@ -130,9 +134,12 @@ def _sign_along(triangles: np.ndarray, axis: int) -> tuple[int, str]:
     return 0, "both ends alike and the geometry is symmetric"
 
 
-def end_coverage(triangles: np.ndarray, axis: int, band: float) -> tuple[float, float]:
-    """Share of the occupied footprint across ``axis`` with a horizontal surface in the low end
-    (lowest ``band`` of the extent) and in the high end.
+def end_coverage(
+    triangles: np.ndarray, axis: int, band: float, *, of_bounds: bool = False
+) -> tuple[float, float]:
+    """Share of the occupied footprint across ``axis`` (of its whole bounding rectangle with
+    ``of_bounds``) with a horizontal surface in the low end (lowest ``band`` of the extent) and in
+    the high end.
 
     The footprint is a grid of :data:`SUPPORT_CELLS` squared cells over the two other axes; a
     triangle covers the cells of its bounding box there (walls seen edge-on cover a thin line).
@@ -148,7 +155,7 @@ def end_coverage(triangles: np.ndarray, axis: int, band: float) -> tuple[float, 
     bottom, top = float(triangles[:, :, axis].min()), float(triangles[:, :, axis].max())
     depth = band * max(top - bottom, 1e-12)
     flat = (np.abs(normal[:, axis]) > HORIZONTAL_COS) & (area > 0)
-    occupied = float(_cover(cell_lo, cell_hi).sum())
+    occupied = float(SUPPORT_CELLS**2) if of_bounds else float(_cover(cell_lo, cell_hi).sum())
     low, high = flat & (height <= bottom + depth), flat & (height >= top - depth)
     covered_low = float(_cover(cell_lo[low], cell_hi[low]).sum())
     covered_high = float(_cover(cell_lo[high], cell_hi[high]).sum())
@@ -156,18 +163,21 @@ def end_coverage(triangles: np.ndarray, axis: int, band: float) -> tuple[float, 
 
 
 def _open_top_axis(triangles: np.ndarray) -> tuple[str, str] | None:
-    """The direction with a floor or ground under most of the footprint and an open top, if one
-    stands out (an open room, a site, a stadium); None for closed or symmetric scenes."""
-    best: tuple[float, str, str] | None = None
+    """The direction with a floor or ground under more of the footprint than is covered above it,
+    when it stands out from the other axes (an open room, a site, a city block); None for closed
+    or symmetric scenes."""
+    candidates: list[tuple[float, int, str, str]] = []
     for axis in range(3):
-        low, high = end_coverage(triangles, axis, OPEN_TOP_BAND)
-        for up, under, over in ((f"{'xyz'[axis]}", low, high), (f"-{'xyz'[axis]}", high, low)):
-            contrast = under - over
-            why = f"floor or ground under {under:.0%} of the footprint below, {over:.0%} covered above"
-            if best is None or contrast > best[0]:
-                best = (contrast, up, why)
-    assert best is not None
-    return (best[1], best[2]) if best[0] >= OPEN_TOP_CONTRAST else None
+        low, high = end_coverage(triangles, axis, OPEN_TOP_BAND, of_bounds=True)
+        for up, under, over in (("xyz"[axis], low, high), (f"-{'xyz'[axis]}", high, low)):
+            why = f"floor or ground under {under:.0%} of the bounds below, {over:.0%} covered above"
+            candidates.append((under - over, axis, up, why))
+    candidates.sort(reverse=True)
+    best = candidates[0]
+    runner_up = max(contrast for contrast, axis, _, _ in candidates if axis != best[1])
+    if best[0] >= OPEN_TOP_CONTRAST and best[0] >= OPEN_TOP_DOMINANCE * max(runner_up, 0.0):
+        return best[2], best[3]
+    return None
 
 
 def _cover(cell_lo: np.ndarray, cell_hi: np.ndarray) -> np.ndarray:
