@@ -116,6 +116,14 @@ def test_train_on_a_y_up_mesh_then_evaluate_refuses_a_solid_scene(solid_scene: P
         env=env,
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output
+    from navi_auditor.cli import main as auditor
+
+    flown = runner.invoke(
+        auditor,
+        ["explore", "--gmdag-file", str(scene), "--autopilot", "--max-steps", "20", "--pub", "none"],
+        env=SMALL,
+    )
+    assert flown.exit_code == 0 and "flew 20 steps" in flown.output, flown.output
     checkpoint = next(tmp_path.glob("runs/*/checkpoints/step_*.pt"))
     evaluated = runner.invoke(
         actor, ["evaluate", str(checkpoint), "--gmdag-file", str(solid_scene), *common], env=env

@@ -3,6 +3,7 @@ compile the right way up, qualify, and land in the same manifest; broken files a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +15,7 @@ from navi_environment.cli import main
 from navi_environment.corpus import load_manifest
 from navi_environment.corpus.check import check_root
 from navi_environment.corpus.prepare import mesh_files
+from navi_environment.corpus.provenance import provenance_path
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +72,30 @@ def test_a_corpus_of_only_broken_meshes_is_one_clear_error(tmp_path: Path) -> No
     )
     assert result.exit_code == 1 and "no scene qualified" in result.output and "bad.obj" in result.output
     assert not (tmp_path / "c").exists()
+
+
+def test_compile_gmdag_says_what_the_import_did_and_records_the_transform(
+    mesh_folder: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "room.gmdag"
+    arguments = [
+        "compile-gmdag",
+        "--source",
+        str(mesh_folder / "buildings" / "room.obj"),
+        "--output",
+        str(output),
+    ]
+    result = CliRunner().invoke(main, [*arguments, "--resolution", "32", "--scale", "2"])
+    assert result.exit_code == 0, result.output
+    assert "triangles: 96 of 96 kept (dropped: 0 NaN/infinite, 0 degenerate, 0 duplicate)" in result.output
+    assert "up axis: auto: y up (" in result.output and "scale 2.0" in result.output
+    record = json.loads(provenance_path(output).read_text())
+    assert record["mesh_import"]["up_axis"] == "y" and record["mesh_import"]["scale"] == 2.0
+    assert record["mesh_import"]["rotation"] == [[1, 0, 0], [0, 0, -1], [0, 1, 0]]
+    assert record["source"] == str(mesh_folder / "buildings" / "room.obj") and record["resolution"] == 32
+    np.testing.assert_allclose(
+        np.ptp(np.array(record["source_bounds_m"]), axis=0), [14.0, 10.0, 6.8], atol=1e-6
+    )
+    sideways = CliRunner().invoke(main, [*arguments, "--resolution", "32", "--up-axis", "z"])
+    assert sideways.exit_code == 0 and "warning: the geometry suggests y up, not z" in sideways.output
+    assert "--up-axis y" in sideways.output
