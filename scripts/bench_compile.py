@@ -5,7 +5,7 @@ numba allocations included, which tracemalloc misses). Numba kernels are compile
 cache) by a warm-up compile at 32^3 inside each child before timing. Prints ONE JSON line.
 
 Targets on 2 cores: 256^3 <= 30 s; 512^3 <= 240 s and <= 8 GiB; compression >= 10x at 256.
-Large meshes (``--large-mesh``: a generated ~200k-triangle, ~10 MB OBJ of a hilly site with ten
+Large meshes (``--large-mesh``: a generated ~200k-triangle, ~10 MB OBJ of a hilly site with
 1,667 buildings): 256^3 <= 30 s, 512^3 <= 180 s within 8 GiB.
 
 Usage: uv run python scripts/bench_compile.py [--source SPEC | --large-mesh] [--resolutions 128,256,512]
