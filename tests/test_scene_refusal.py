@@ -80,6 +80,17 @@ def test_train_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_pa
     _refused(result, solid_scene)
 
 
+def test_evaluate_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_path: Path) -> None:
+    from navi_actor.cli import main
+
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "--policy", "random", "--gmdag-file", str(solid_scene), "--actors", "1"],
+        env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)},
+    )
+    _refused(result, solid_scene)
+
+
 @pytest.mark.slow
 def test_train_on_a_y_up_mesh_then_evaluate_refuses_a_solid_scene(solid_scene: Path, tmp_path: Path) -> None:
     """An ordinary y-up OBJ compiles the right way up, trains, and evaluation refuses a bad scene."""

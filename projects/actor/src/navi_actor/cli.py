@@ -122,7 +122,10 @@ def main() -> None:
 @click.option("--checkpoint-every", type=int, help="Environment steps between checkpoints.")
 @click.option("--keep-checkpoints", type=int, help="Checkpoints kept per run.")
 @click.option("--seed", type=int, help="Seed for torch, the environment and minibatch shuffles.")
-@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://*:5557).")
+@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://127.0.0.1:5557).")
+@click.option(
+    "--keys", type=click.Path(path_type=Path, file_okay=False), help="CURVE keys folder: secure telemetry."
+)
 @click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
 @click.option(
     "--backend",
@@ -134,6 +137,11 @@ def main() -> None:
     help="Ray cluster for --backend ray: 'auto' or 'ray://HOST:PORT' (default: start a local one).",
 )
 @click.option("--num-workers", type=int, help="Ray rollout workers for --backend ray (default 2).")
+@click.option(
+    "--logger",
+    type=click.Choice(["none", "tensorboard", "wandb"]),
+    help="Also write the metrics to TensorBoard (<run>/tensorboard/) or W&B (offline unless logged in).",
+)
 @_with_options(_ENV_OPTIONS)
 def train(
     *,
@@ -148,10 +156,12 @@ def train(
     keep_checkpoints: int | None,
     seed: int | None,
     telemetry_pub: str | None,
+    keys: Path | None,
     no_telemetry: bool,
     backend: str | None,
     address: str | None,
     num_workers: int | None,
+    logger: str | None,
     **env_options: Any,
 ) -> None:
     """Train the policy in-process with PPO (runs until Ctrl+C or --total-steps).
@@ -175,9 +185,11 @@ def train(
         checkpoint__auto_resume=False if no_auto_resume else None,
         telemetry__endpoint=telemetry_pub,
         telemetry__enabled=False if no_telemetry else None,
+        telemetry__keys=keys,
         train__backend=backend,
         distributed__address=address,
         distributed__num_workers=num_workers,
+        train__logger=logger,
     )
     settings = build_settings(encoder_backend=encoder_backend, temporal_core=temporal_core, **values)
     _start(settings)
@@ -293,113 +305,97 @@ def models(as_json: bool) -> None:
         )
 
 
-def _load_for_evaluation(checkpoint: Path, env_options: dict[str, Any]) -> tuple[Any, Any]:
-    """Build the environment from settings and the policy from ``checkpoint`` (shapes must agree)."""
-    from navi_actor.checkpoints import CheckpointError, load_checkpoint
-    from navi_actor.models import NaviPolicy
+def _evaluation_environment(env_options: dict[str, Any]) -> tuple[Any, Any]:
+    """(settings, environment) for evaluate/compare, built from the same settings as training."""
     from navi_actor.runners.env_factory import build_environment
 
     settings = build_settings(**_common_settings(**env_options))
     _start(settings)
-    try:
-        loaded = load_checkpoint(checkpoint, map_location=settings.train.device)
-    except CheckpointError as error:
-        raise click.ClickException(str(error)) from error
-    built = _environment_or_refusal(build_environment, settings)
-    sensor = (loaded.policy_config.azimuth, loaded.policy_config.elevation)
-    if tuple(built.env.observation_shape[1:]) != sensor:
-        raise click.ClickException(
-            f"{checkpoint} expects a {sensor} sensor but the environment gives "
-            f"{tuple(built.env.observation_shape[1:])}"
-        )
-    policy = NaviPolicy(loaded.policy_config).to(settings.train.device)
-    policy.load_state_dict(loaded.model)
-    return policy, built.env
+    return settings, _environment_or_refusal(build_environment, settings).env
 
 
 _EVAL_OPTIONS = [
-    click.option("--episodes", type=int, default=16, show_default=True, help="Finished episodes to average."),
     click.option(
-        "--deterministic/--stochastic",
-        default=False,
-        show_default=True,
-        help="Act with the Gaussian mean, or sample actions as the policy was trained to (default).",
+        "--policy",
+        "policies",
+        multiple=True,
+        help="A checkpoint file, random, heuristic or frontier; repeat to fly several on one plan.",
     ),
-    click.option("--seed", type=int, default=0, show_default=True, help="Environment and sampling seed."),
+    click.option(
+        "--episodes-per-scene",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Planned episodes (start poses drawn once) per scene; every policy flies the same ones.",
+    ),
+    click.option(
+        "--mode",
+        type=click.Choice(["mean", "sample", "both"]),
+        default="both",
+        show_default=True,
+        help="Acting mode of learned policies: the Gaussian mean (deployment), sampled actions, or both.",
+    ),
+    click.option("--seed", type=int, default=0, show_default=True, help="Plan and sampling seed."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
     *_ENV_OPTIONS,
 ]
 
 
-def _report_lines(name: str, report: Any) -> str:
-    return (
-        f"{name}: return {report.mean_return:.3f} ± {report.std_return:.3f} | collisions "
-        f"{100 * report.collision_rate:.2f}% of steps | coverage {report.coverage:.3f} | path "
-        f"{report.path_length:.1f} m | length {report.mean_length:.0f} ({report.episodes} episodes)"
+def _run_evaluation(
+    specs: list[str], *, episodes_per_scene: int, mode: Any, seed: int, as_json: bool, env: dict[str, Any]
+) -> None:
+    from navi_actor.evaluation.command import evaluate_specs, format_text
+
+    if not specs:
+        raise click.UsageError("name a policy: a CHECKPOINT argument or --policy random|heuristic|frontier")
+    settings, environment = _evaluation_environment(env)
+    result = evaluate_specs(
+        specs, environment, settings.train.device, episodes_per_scene=episodes_per_scene, mode=mode, seed=seed
+    )
+    click.echo(json.dumps(result) if as_json else format_text(result))
+
+
+@main.command()
+@click.argument("checkpoint", required=False, type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@_with_options(_EVAL_OPTIONS)
+def evaluate(
+    checkpoint: Path | None, *, policies: tuple[str, ...], episodes_per_scene: int, mode: Any, seed: int,
+    as_json: bool, **env: Any,
+) -> None:  # fmt: skip
+    """Evaluate policies on a fixed episode plan (pure inference, no learning), with 95% intervals.
+
+    Every policy (CHECKPOINT and each --policy) flies the same planned episodes: per scene,
+    --episodes-per-scene start poses drawn once with --seed, each run to its own end.
+    """
+    specs = ([str(checkpoint)] if checkpoint is not None else []) + list(policies)
+    _run_evaluation(
+        specs, episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json, env=env
     )
 
 
 @main.command()
-@click.argument("checkpoint", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@_with_options(_EVAL_OPTIONS)
-def evaluate(
-    checkpoint: Path, episodes: int, deterministic: bool, seed: int, as_json: bool, **env: Any
-) -> None:
-    """Evaluate CHECKPOINT (pure inference, no learning): return, collisions, coverage, path length."""
-    from navi_actor.evaluation import evaluate_policy
-
-    policy, environment = _load_for_evaluation(checkpoint, env)
-    report = evaluate_policy(policy, environment, episodes, deterministic=deterministic, seed=seed)
-    if as_json:
-        click.echo(json.dumps({"checkpoint": str(checkpoint), **report.as_dict()}))
-    else:
-        click.echo(_report_lines(str(checkpoint), report))
-
-
-@main.command()
-@click.argument("first", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@click.argument("second", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@_with_options(_EVAL_OPTIONS)
+@click.argument("first")
+@click.argument("second")
+@_with_options([option for option in _EVAL_OPTIONS if option is not _EVAL_OPTIONS[0]])
 def compare(
-    *, first: Path, second: Path, episodes: int, deterministic: bool, seed: int, as_json: bool, **env: Any
+    *, first: str, second: str, episodes_per_scene: int, mode: Any, seed: int, as_json: bool, **env: Any
 ) -> None:
-    """Evaluate FIRST and SECOND on the same seeds and scenes and print both with the differences."""
-    from navi_actor.evaluation import evaluate_policy
-
-    reports = {}
-    for path in (first, second):
-        policy, environment = _load_for_evaluation(path, env)
-        reports[str(path)] = evaluate_policy(
-            policy, environment, episodes, deterministic=deterministic, seed=seed
-        )
-    a, b = reports[str(first)], reports[str(second)]
-    delta = {
-        key: getattr(b, key) - getattr(a, key)
-        for key in ("mean_return", "collision_rate", "coverage", "path_length")
-    }
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "first": {"checkpoint": str(first), **a.as_dict()},
-                    "second": {"checkpoint": str(second), **b.as_dict()},
-                    "delta": delta,
-                }
-            )
-        )
-        return
-    click.echo(_report_lines(f"A {first}", a))
-    click.echo(_report_lines(f"B {second}", b))
-    click.echo("B - A: " + ", ".join(f"{key} {value:+.4f}" for key, value in delta.items()))
+    """Fly FIRST and SECOND (checkpoints, random, heuristic or frontier) on the same episode plan and
+    print both with paired differences and ratios (SECOND vs FIRST) and their 95% intervals."""
+    _run_evaluation(
+        [first, second], episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json, env=env
+    )
 
 
 def _register_service_commands() -> None:
-    """Commands owned by other modules: behaviour cloning (bc), the brain service and inference."""
+    """Commands owned by other modules: behaviour cloning (bc), the brain service, inference and
+    metrics export."""
     from navi_actor.bc.command import bc_pretrain
     from navi_actor.inference.command import infer
+    from navi_actor.metrics_command import export_metrics
     from navi_actor.service.command import serve
 
-    for command in (bc_pretrain, serve, infer):
+    for command in (bc_pretrain, serve, infer, export_metrics):
         main.add_command(command)
 
 

@@ -54,6 +54,14 @@ class PolicyConfig(BaseModel):
     )
     log_std_min: float = Field(default=-5.0, description="Lower clamp of the action log-std.")
     log_std_max: float = Field(default=1.0, description="Upper clamp of the action log-std.")
+    log_std_mode: Literal["global", "state"] = Field(
+        default="global",
+        description="Action log-std: one learned vector for every state (global), or linear in the "
+        "core features starting at that vector (state).",
+    )
+    value_head_init: Literal["orthogonal", "zero"] = Field(
+        default="orthogonal", description="Critic output layer initialisation (zero: V = 0 everywhere)."
+    )
 
     patch_size: int = Field(default=8, gt=0, description="rayvit: square patch size in bins.")
     vit_dim: int = Field(default=64, gt=0, description="rayvit: transformer token width (multiple of 4).")

@@ -135,9 +135,11 @@ class OnPolicyRunner:
     def run_training(self) -> TrainSummary:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
 
-        Every log event of the run is also kept in the run folder's ``logs/events.jsonl``.
+        Every log event of the run is also kept in the run folder's ``logs/events.jsonl``, and every
+        metrics line goes to TensorBoard / W&B too when ``train.logger`` chooses one.
         """
-        with self.run.capturing_logs():
+        logger, config = self.settings.train.logger, self.settings.model_dump(mode="json")
+        with self.run.capturing_logs(), self.run.mirroring_metrics(logger, config):
             return self._train()
 
     def _train(self) -> TrainSummary:
@@ -150,7 +152,12 @@ class OnPolicyRunner:
             while (total is None or steps < total) and (
                 max_minutes is None or clock.total() < 60 * max_minutes
             ):
-                stats = self.collector.collect(self.settings.rollout.gamma, self.settings.rollout.gae_lambda)
+                rollout = self.settings.rollout
+                stats = self.collector.collect(
+                    *self.learner.discount(
+                        rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
+                    )
+                )
                 if max_minutes is not None:
                     self.learner.set_time_spent(clock.total() / (60 * max_minutes))
                 result = self.learner.update(

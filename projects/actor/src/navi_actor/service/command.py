@@ -84,8 +84,13 @@ def artifacts_dir(settings: Any) -> Path:
 @click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mode", type=click.Choice(["step", "async"]), help="step (default): drive the env over REQ.")
 @click.option("--sub", "sub_endpoint", help="Environment PUB to subscribe to (default tcp://localhost:5559).")
-@click.option("--pub", "pub_endpoint", help="Actor PUB to bind (default tcp://*:5557).")
+@click.option("--pub", "pub_endpoint", help="Actor PUB to bind (default tcp://127.0.0.1:5557).")
 @click.option("--step-endpoint", help="Environment REP for step mode (default tcp://localhost:5560).")
+@click.option(
+    "--keys",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="CURVE keys folder: secure mode (docs/security.md).",
+)
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
@@ -108,6 +113,7 @@ def serve(
     sub_endpoint: str | None,
     pub_endpoint: str | None,
     step_endpoint: str | None,
+    keys: Path | None,
     checkpoint: Path | None,
     deterministic: bool | None,
     seed: int | None,
@@ -135,6 +141,7 @@ def serve(
             "sub_endpoint": sub_endpoint,
             "pub_endpoint": pub_endpoint,
             "step_endpoint": step_endpoint,
+            "keys": keys,
             "checkpoint": checkpoint,
             "deterministic": deterministic,
             "seed": seed,

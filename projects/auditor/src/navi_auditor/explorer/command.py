@@ -17,6 +17,7 @@ from navi_auditor.explorer.terminal import Terminal
 from navi_auditor.provenance import provenance
 from navi_auditor.settings import AuditorSettings
 from navi_contracts import Publisher, artifacts_root, configure_logging
+from navi_contracts.curve import KeysError, load_keys
 
 if TYPE_CHECKING:
     from navi_environment.config import EnvironmentSettings
@@ -54,12 +55,14 @@ def interrupt_on_termination() -> None:
         signal.signal(signum, raise_interrupt)
 
 
-def open_publisher(endpoint: str | None) -> Publisher | None:
-    """Bind the observation PUB socket, or explain why it cannot be bound."""
+def open_publisher(endpoint: str | None, keys: Path | None = None) -> Publisher | None:
+    """Bind the observation PUB socket (CURVE with ``keys``), or explain why it cannot be bound."""
     if not endpoint:
         return None
     try:
-        return Publisher(endpoint)
+        return Publisher(endpoint, curve=load_keys(keys, server=True))
+    except KeysError as error:
+        raise click.ClickException(str(error)) from error
     except zmq.ZMQError as error:
         raise click.ClickException(
             f"cannot bind {endpoint}: {error}. Another publisher (navi-environment serve?) may hold it; "
@@ -108,7 +111,14 @@ def _open_session(
 @click.option("--max-steps", type=int, help="Steps per scene before the next scene [2000].")
 @click.option("--max-scenes", type=int, help="Stop after this many scenes [all].")
 @click.option("--autopilot", is_flag=True, help="Fly the scripted frontier-seeking explorer (T toggles it).")
-@click.option("--pub", help="PUB endpoint for DistanceMatrix observations [tcp://*:5559]; 'none' disables.")
+@click.option(
+    "--pub", help="PUB endpoint for DistanceMatrix observations [tcp://127.0.0.1:5559]; 'none' disables."
+)
+@click.option(
+    "--keys",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="CURVE keys folder for --pub (secure mode).",
+)
 @click.option("--seed", type=int, help="Reset seed of the first scene; scene k uses seed + k [0].")
 @click.option("--step-hz", type=float, help="Steps per second when flying by keyboard [10].")
 @click.option("--autopilot-hz", type=float, help="Steps per second on autopilot; 0 = flat out [0].")
@@ -117,7 +127,8 @@ def _open_session(
 @click.option("--log-level", default=None, help="debug, info, warning, error [info; warning on a TTY].")
 def explore_main(
     *, record: bool, out: Path | None, gmdag_file: Path | None, corpus: Path | None, max_steps: int | None,
-    max_scenes: int | None, autopilot: bool, pub: str | None, seed: int | None, step_hz: float | None,
+    max_scenes: int | None, autopilot: bool, pub: str | None, keys: Path | None, seed: int | None,
+    step_hz: float | None,
     autopilot_hz: float | None, color: bool | None, device: str | None, log_level: str | None,
 ) -> None:  # fmt: skip
     """Fly one drone through compiled scenes from the terminal (works over SSH).
@@ -156,7 +167,7 @@ def explore_main(
     except SceneSourceError as error:
         raise click.ClickException(str(error)) from error
     pilot = "autopilot" if autopilot else "keyboard"
-    publisher = open_publisher(explore.publish)
+    publisher = open_publisher(explore.publish, keys or settings.keys)
     writer = None
     if record:
         path = out or default_demo_path(settings, pilot)

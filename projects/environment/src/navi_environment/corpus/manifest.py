@@ -68,7 +68,7 @@ class CorpusManifest(BaseModel):
 
     schema_version: int = MANIFEST_SCHEMA_VERSION
     created_utc: str
-    git_revision: str
+    git_revision: str | None
     versions: dict[str, str]
     settings: dict[str, Any] = Field(description="Resolved compile settings that produced the corpus.")
     scenes: list[ManifestEntry]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from tqdm import tqdm
 
+from navi_contracts.provenance import git_revision
 from navi_environment.corpus.manifest import (
     MANIFEST_NAME,
     CorpusManifest,
@@ -28,7 +29,7 @@ from navi_environment.corpus.manifest import (
     load_manifest,
     manifest_json,
 )
-from navi_environment.corpus.provenance import git_revision, package_versions, utc_now
+from navi_environment.corpus.provenance import package_versions, utc_now
 from navi_environment.corpus.settings import CompileSettings
 from navi_environment.corpus.sources import CompiledScene, compile_source
 from navi_environment.gmdag.writer import encode_gmdag, write_atomic

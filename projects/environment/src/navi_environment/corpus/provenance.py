@@ -1,15 +1,17 @@
-"""What produced an artifact: git revision, package versions, time. Recorded in every manifest and
-beside every single compiled scene."""
+"""What produced an artifact: package versions and time, recorded in every manifest and beside
+every single compiled scene (``<file>.provenance.json``).
+
+The git revision and the version lookup are :mod:`navi_contracts.provenance`, shared by every package.
+"""
 
 from __future__ import annotations
 
-import subprocess
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from navi_contracts.paths import repo_root
+from navi_contracts.provenance import git_revision
+from navi_contracts.provenance import package_versions as installed_versions
 
 if TYPE_CHECKING:
     from navi_environment.corpus.sources import CompiledScene
@@ -17,35 +19,9 @@ if TYPE_CHECKING:
 _PACKAGES = ("navi-environment", "navi-contracts", "numpy", "numba", "trimesh", "scipy")
 
 
-def git_revision() -> str:
-    """``git rev-parse HEAD`` of the repository (``+dirty`` when the tree has changes), or ``unknown``."""
-    try:
-        root = str(repo_root())
-        revision = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{revision}+dirty" if status else revision
-
-
 def package_versions() -> dict[str, str]:
     """Installed versions of the packages that shape compiled output."""
-    versions: dict[str, str] = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    return installed_versions(_PACKAGES)
 
 
 def utc_now() -> str:
