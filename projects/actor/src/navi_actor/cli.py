@@ -239,9 +239,7 @@ def train(
         )
         with remembering_events() as early:  # the run folder exists only once the runner is built
             started = time.monotonic()
-            built = build_environment(
-                settings.environment, settings.rollout.num_actors, settings.train.device
-            )
+            built = _environment_or_refusal(build_environment, settings)  # one line for a bad scene
             scenes, seconds = describe_scenes(built.corpus_summary), time.monotonic() - started
             console.note(
                 f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
@@ -269,6 +267,15 @@ def train(
         if telemetry is not None:
             telemetry.close()
     _report_training(summary)
+
+
+def _environment_or_refusal(build_environment: Any, settings: Any) -> Any:
+    """The training/evaluation environment; a scene that cannot be used (no file, a broken file, no
+    place a drone can start) is refused with one line instead of a traceback."""
+    try:
+        return build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    except (ValueError, FileNotFoundError) as error:  # SceneRejectedError, GmdagFormatError, ManifestError
+        raise click.ClickException(f"unusable scene: {error}") from error
 
 
 def _train_on_ray(settings: Any, checkpoint: Path | None) -> None:
@@ -357,11 +364,7 @@ def _evaluation_environment(env_options: dict[str, Any]) -> tuple[Any, Any]:
 
     settings = build_settings(**_common_settings(**env_options))
     _start(settings)
-    try:
-        built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
-    except (FileNotFoundError, ValueError) as error:
-        raise click.ClickException(str(error)) from error
-    return settings, built.env
+    return settings, _environment_or_refusal(build_environment, settings).env
 
 
 _EVAL_OPTIONS = [

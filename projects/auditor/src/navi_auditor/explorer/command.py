@@ -75,6 +75,28 @@ def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in options.items() if value is not None}
 
 
+def _open_session(
+    env_settings: Any, scene_files: Any, explore: Any, writer: Any, publisher: Any
+) -> Any:
+    """The explorer session on the first scene; a broken scene file, or one that cannot host
+    drones, is refused with one line (the publisher is closed first)."""
+    from navi_auditor.explorer.session import ExplorerSession
+
+    try:
+        return ExplorerSession(
+            env_settings,
+            scene_files,
+            base_seed=explore.seed,
+            device=explore.device,
+            writer=writer,
+            publisher=publisher,
+        )
+    except ValueError as error:
+        if publisher is not None:
+            publisher.close()
+        raise click.ClickException(f"unusable scene: {error}") from error
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--record", is_flag=True, help="Save the flight as a demonstration .npz (artifacts/demonstrations/)."
@@ -123,7 +145,6 @@ def explore_main(
     from navi_auditor.explorer.autopilot import Autopilot
     from navi_auditor.explorer.runner import ExplorerLoop
     from navi_auditor.explorer.scenes import SceneSourceError, resolve_scene_files
-    from navi_auditor.explorer.session import ExplorerSession
     from navi_environment.config import EnvironmentSettings
 
     publish: str | None = pub
@@ -156,14 +177,7 @@ def explore_main(
         writer = DemoWriter(
             path, shape, demo_metadata(settings, env_settings, pilot), settings.demos.part_frames
         )
-    session = ExplorerSession(
-        env_settings,
-        scene_files,
-        base_seed=explore.seed,
-        device=explore.device,
-        writer=writer,
-        publisher=publisher,
-    )
+    session = _open_session(env_settings, scene_files, explore, writer, publisher)
     sensor = env_settings.sensor
     pilot_fn = Autopilot(
         settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, explore.device
@@ -175,6 +189,8 @@ def explore_main(
             summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot).run()
     except KeyboardInterrupt:
         log.info("auditor.explore.interrupted", steps=session.total_steps)
+    except ValueError as error:  # a later scene of a corpus is broken or cannot host drones
+        raise click.ClickException(f"unusable scene: {error}") from error
     finally:
         written = session.close()
         if publisher is not None:

@@ -55,6 +55,10 @@ class ManifestEntry(BaseModel):
     sha256: str
     compile_seconds: float
     qualification: QualificationSummary
+    mesh_import: dict[str, Any] | None = Field(
+        default=None,
+        description="Mesh scenes: triangles read and dropped, the up axis used (and why), rotation, scale.",
+    )
 
 
 class CorpusManifest(BaseModel):

@@ -101,7 +101,10 @@ def serve_command(
         paths = scene_sources(gmdag_file, corpus)
     except ValueError as error:
         raise click.UsageError(str(error)) from error
-    backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
+    try:
+        backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
+    except ValueError as error:  # a broken file, or a scene that cannot host drones
+        raise click.ClickException(f"unusable scene: {error}") from error
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
