@@ -1,0 +1,333 @@
+"""A batched classical frontier explorer (Yamauchi 1997) flying on what the drone senses.
+
+Per drone: a 2.5D occupancy map of its flight slab built from the depth rays and its own pose
+(:mod:`.occupancy`, all drones at once), a frontier (a safe free cell next to unknown space) chosen
+by path cost minus an information-gain bonus, a Dijkstra path to it on the map (:mod:`.grid_search`),
+and a pure-pursuit follower that turns the path into the same ``[B, 4]`` actions in [-1, 1] every
+policy sends (forward, vertical, lateral, yaw rate). No scene access, no ground truth: the same
+inputs a learned policy has plus its own pose.
+
+Why here and not in ``navi_actor``: the auditor's explorer flies it too (``explore --autopilot
+frontier``) and may not import the actor. Planning is per-drone Python (a search every few steps);
+map updates and the follower are batched tensor ops.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import torch
+
+from navi_environment.config import EnvironmentSettings
+from navi_environment.planning import grid_search
+from navi_environment.planning.follow import FollowCommand, PathFollower
+from navi_environment.planning.occupancy import OCCUPIED, UNKNOWN, OccupancyGrids
+
+_PROGRESS_M = 0.25  # getting this much nearer the goal resets the stall count
+
+
+@dataclass(frozen=True)
+class FrontierTunables:
+    """Tunable knobs of the planner (keyword arguments of :class:`FrontierPlanner`).
+
+    Attributes:
+        map_size_m: edge of each drone's square map, centred on where its episode started.
+        slab_half_m: half height of the mapped flight slab around the start height.
+        max_range_m: free space is marked no farther than this from the drone.
+        inflate_m: a cell is safe when its centre is this far from every occupied cell centre.
+        prefer_clearance_m, clearance_weight: paths pay up to ``1 + weight`` per cell closer than
+            ``prefer_clearance_m`` to an obstacle (they keep to the middle of doors and corridors).
+        gain_radius_m, gain_weight: frontier score = path cost (m) - weight * unknown cells within
+            the radius (prefers frontiers that reveal more).
+        replan_steps: replan at least this often (also when the path is blocked or the goal reached).
+        reach_m: the goal counts as reached within this distance; a frontier still there is given up.
+        give_up_m: radius of the disc of frontier cells given up around an unreachable goal.
+        stall_steps: give the goal up after this many steps without getting 0.25 m closer.
+        lookahead_m: the follower aims at the path point this far ahead.
+        cruise_mps: travel speed; slows down near the goal and for sharp turns.
+        teleport_m: a pose jump larger than this (an unannounced respawn) starts a new map.
+        min_unknown_m2: unknown regions smaller than this (the inside of a pillar) are not frontiers.
+        sweep: once no frontier is left, visit the nearest safe cell whose visit cell
+            (``reward.visit_cell_m``, as the environment's coverage counts) the drone has not been in.
+    """
+
+    map_size_m: float = 80.0
+    slab_half_m: float = 0.5
+    max_range_m: float = 12.0
+    inflate_m: float = 0.5
+    prefer_clearance_m: float = 1.5
+    clearance_weight: float = 2.0
+    gain_radius_m: float = 1.0
+    gain_weight: float = 0.05
+    replan_steps: int = 5
+    reach_m: float = 0.75
+    give_up_m: float = 1.0
+    stall_steps: int = 25
+    lookahead_m: float = 1.5
+    cruise_mps: float = 3.0
+    teleport_m: float = 2.0
+    min_unknown_m2: float = 2.0
+    sweep: bool = True
+
+
+@dataclass
+class _Plan:
+    """One drone's current goal and path (world xy) and how following it goes."""
+
+    path: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    goal: tuple[int, int] | None = None  # map cell (row, column)
+    index: int = 0  # path point nearest the drone
+    age: int = 0  # steps since planned
+    best_remaining: float = math.inf  # nearest the drone has been to the goal, metres
+    stalled: int = 0  # steps without getting nearer
+    idle: bool = False  # nothing left to explore at the last search
+    sweep: bool = False  # the goal is a cell to visit, not a frontier
+
+
+class FrontierPlanner:
+    """Batched frontier explorer; see the module docstring.
+
+    Args:
+        settings: environment settings (sensor shape and horizon, physics speeds and radius).
+        num_drones: B.
+        cell_m: map cell edge, metres.
+        device: where the maps live (observations and poses are moved there).
+        **tunables: fields of :class:`FrontierTunables`.
+    """
+
+    def __init__(
+        self,
+        settings: EnvironmentSettings,
+        num_drones: int,
+        *,
+        cell_m: float = 0.5,
+        device: str | torch.device = "cpu",
+        **tunables: float,
+    ) -> None:
+        known = {f.name for f in fields(FrontierTunables)}
+        unknown = sorted(set(tunables) - known)
+        if unknown:
+            raise ValueError(f"unknown frontier planner settings {unknown}; known: {sorted(known)}")
+        self.tunables = FrontierTunables(**tunables)  # type: ignore[arg-type]
+        self.settings = settings
+        self.num_drones = num_drones
+        self.device = torch.device(device)
+        self.cell_m = float(cell_m)
+        sensor, t = settings.sensor, self.tunables
+        self.maps = OccupancyGrids(
+            num_drones, sensor.azimuth_bins, sensor.elevation_bins, sensor.horizon_m, cell_m=cell_m,
+            size_m=t.map_size_m, slab_half_m=t.slab_half_m, max_range_m=t.max_range_m, device=self.device,
+        )  # fmt: skip
+        size = self.maps.size
+        self.given_up = np.zeros((num_drones, size, size), dtype=bool)
+        self.visited = torch.zeros(num_drones, size, size, dtype=torch.bool, device=self.device)
+        self.visit_cell_m = settings.reward.visit_cell_m
+        span = math.ceil(self.visit_cell_m / self.cell_m)
+        offsets = torch.arange(-span, span + 1, device=self.device)
+        self._visit_window = torch.cartesian_prod(offsets, offsets)  # [K, 2] (d column, d row)
+        self.plans = [_Plan() for _ in range(num_drones)]
+        self.follower = PathFollower(settings, t.cruise_mps, self.device)
+        self.fresh = torch.ones(num_drones, dtype=torch.bool, device=self.device)
+        self.last_position = torch.zeros(num_drones, 3, device=self.device)
+        reach = math.ceil(t.inflate_m / self.cell_m)
+        dr, dc = np.mgrid[-reach : reach + 1, -reach : reach + 1]
+        inside = np.hypot(dr, dc) * self.cell_m < t.inflate_m
+        self._inflate_offsets = np.stack([dr[inside], dc[inside]], axis=1)  # cells too near an obstacle
+
+    def reset(self, rows: torch.Tensor | None = None) -> None:
+        """Forget the maps of ``rows`` (bool mask [B] or long indices; None = all drones).
+
+        The maps restart, centred on the pose given with the next :meth:`act`.
+        """
+        if rows is None:
+            self.fresh.fill_(True)
+            return
+        rows = rows.to(self.device)
+        if rows.dtype == torch.bool:
+            self.fresh |= rows
+        else:
+            self.fresh[rows.long()] = True
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+        """One step for every drone: update the maps, (re)plan where due, follow the paths.
+
+        Args:
+            obs: [B, 3, Az, El] observations. position: [B, 3] metres. yaw: [B] radians.
+
+        Returns:
+            [B, 4] actions in [-1, 1] on ``obs``'s device.
+        """
+        out_device = obs.device
+        obs = obs.to(self.device, torch.float32)
+        position = position.to(self.device, torch.float32)
+        yaw = yaw.to(self.device, torch.float32)
+        self._start_new_maps(position)
+        self.maps.update(obs, position, yaw)
+        self._mark_visited(position)
+        carrot = position[:, :2].clone()
+        goal_distance = torch.zeros(self.num_drones, device=self.device)
+        active = torch.zeros(self.num_drones, dtype=torch.bool, device=self.device)
+        xy = position[:, :2].cpu().numpy()
+        for row in range(self.num_drones):
+            target = self._carrot(row, xy[row])
+            if target is not None:
+                carrot[row] = torch.from_numpy(target[0]).to(carrot)
+                goal_distance[row] = target[1]
+                active[row] = True
+        command = FollowCommand(carrot, goal_distance, active, self.maps.z0)
+        return self.follower(command, obs, position, yaw).to(out_device)
+
+    def _start_new_maps(self, position: torch.Tensor) -> None:
+        """Reset rows marked fresh or whose pose jumped (a respawn nobody announced)."""
+        jumped = (position - self.last_position).norm(dim=1) > self.tunables.teleport_m
+        start = self.fresh | jumped
+        self.last_position.copy_(position)
+        if not bool(start.any()):
+            return
+        rows = start.nonzero().squeeze(1)
+        self.maps.reset(rows, position[rows])
+        for row in rows.tolist():
+            self.given_up[row] = False
+            self.visited[row] = False
+            self.plans[row] = _Plan()
+        self.fresh[rows] = False
+
+    def _mark_visited(self, position: torch.Tensor) -> None:
+        """Map cells whose centre lies in the drone's visit cell (``reward.visit_cell_m``) are visited."""
+        cells = self.maps.cell_of(position[:, :2])[:, None, :] + self._visit_window  # [B, K, 2]
+        centres = self.maps.origin[:, None, :] + (cells.float() + 0.5) * self.cell_m
+        same = (
+            torch.floor(centres / self.visit_cell_m) == torch.floor(position[:, None, :2] / self.visit_cell_m)
+        ).all(dim=2)
+        inside = ((cells >= 0) & (cells < self.maps.size)).all(dim=2)
+        keep = same & inside
+        b = torch.arange(cells.shape[0], device=self.device)[:, None].expand_as(keep)
+        self.visited[b[keep], cells[..., 1][keep], cells[..., 0][keep]] = True
+
+    # --- per-drone planning ------------------------------------------------------------------------
+
+    def _carrot(self, row: int, xy: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """(point to fly at, distance to the goal) for drone ``row``, replanning where due; None = idle."""
+        plan = self.plans[row]
+        plan.age += 1
+        if self._needs_plan(row, plan, xy):
+            previous, plan = plan, self._plan(row, xy)
+            if plan.goal is not None and plan.goal == previous.goal:  # same goal: keep the stall watch
+                plan.best_remaining, plan.stalled = previous.best_remaining, previous.stalled
+            self.plans[row] = plan
+        if plan.goal is None or len(plan.path) == 0:
+            return None
+        return self._pursue(plan, xy)
+
+    def _needs_plan(self, row: int, plan: _Plan, xy: np.ndarray) -> bool:
+        """Replan when there is no goal, periodically, at the goal, when stalled or when the path is
+        blocked; give the goal up when it was reached yet is not cleared, or when stalled."""
+        t = self.tunables
+        if plan.goal is None:
+            return not plan.idle or plan.age >= t.replan_steps
+        remaining = float(np.linalg.norm(plan.path[-1] - xy))
+        if remaining < plan.best_remaining - _PROGRESS_M:
+            plan.best_remaining, plan.stalled = remaining, 0
+        else:
+            plan.stalled += 1
+        if plan.sweep:
+            cleared = bool(self.visited[row, plan.goal[0], plan.goal[1]])
+            reached = remaining < 0.5 * self.cell_m
+        else:
+            cleared = not self._is_frontier(row, plan.goal)
+            reached = remaining < t.reach_m
+        if (reached and not cleared) or plan.stalled >= t.stall_steps:
+            self._give_up(row, plan.goal)
+            return True
+        return cleared or plan.age >= t.replan_steps or self._blocked(row, plan)
+
+    def _is_frontier(self, row: int, cell: tuple[int, int]) -> bool:
+        grid = self.maps.grid[row]
+        r, c = cell
+        near = grid[max(0, r - 1) : r + 2, max(0, c - 1) : c + 2]
+        return bool((near == UNKNOWN).any())
+
+    def _blocked(self, row: int, plan: _Plan) -> bool:
+        """Some remaining path cell now lies within ``inflate_m`` of an occupied cell."""
+        ahead = plan.path[plan.index + 1 :]  # not the drone's own cell: it may hug a wall
+        if len(ahead) == 0:
+            return False
+        cells = np.floor((ahead - self.maps.origin[row].cpu().numpy()) / self.cell_m).astype(np.int64)
+        near = (cells[:, None, ::-1] + self._inflate_offsets[None]).reshape(-1, 2)  # (row, column)
+        near = np.clip(near, 0, self.maps.size - 1)
+        grid = self.maps.numpy_grid(row)
+        return bool((grid[near[:, 0], near[:, 1]] == OCCUPIED).any())
+
+    def _give_up(self, row: int, cell: tuple[int, int]) -> None:
+        """Never aim for frontier cells within ``give_up_m`` of ``cell`` again (this episode)."""
+        radius = max(1.0, self.tunables.give_up_m / self.cell_m)
+        rows, cols = np.ogrid[: self.maps.size, : self.maps.size]
+        self.given_up[row] |= (rows - cell[0]) ** 2 + (cols - cell[1]) ** 2 <= radius**2
+
+    def _plan(self, row: int, xy: np.ndarray) -> _Plan:
+        """Search from the drone over its map; path to the best frontier, else (``sweep``) to the
+        nearest safe cell not visited yet, else an idle plan."""
+        t, cell_m = self.tunables, self.cell_m
+        grid = self.maps.numpy_grid(row)
+        rows, cols = grid_search.known_box(grid, margin=1)
+        sub = grid[rows, cols]
+        origin = self.maps.origin[row].cpu().numpy()
+        here = np.floor((xy - origin) / cell_m).astype(np.int64)  # (column, row)
+        start = (int(here[1]) - rows.start, int(here[0]) - cols.start)
+        if not (0 <= start[0] < sub.shape[0] and 0 <= start[1] < sub.shape[1]):
+            return _Plan(idle=True)
+        distance = grid_search.obstacle_distance(sub, cell_m)
+        safe = grid_search.safe_cells(sub, distance, t.inflate_m)
+        open_goals = safe & ~self.given_up[row, rows, cols]
+        cost = grid_search.step_costs(distance, t.prefer_clearance_m, t.clearance_weight)
+        reach, predecessor = grid_search.shortest_paths(safe | self._escape_cells(sub, start), cost, start)
+        reach_m = np.where(open_goals, reach * cell_m, np.inf)
+        sweep = False
+        goal = self._best_frontier(row, (rows, cols), sub, reach_m)
+        if goal is None and t.sweep:
+            unvisited = np.where(self.visited[row, rows, cols].cpu().numpy(), np.inf, reach_m)
+            goal, sweep = (grid_search.argmin_cell(unvisited), True)
+        if goal is None:
+            return _Plan(idle=True)
+        cells = grid_search.path_to(predecessor, sub.shape[1], goal)
+        path = origin + (cells[:, ::-1] + np.array([cols.start, rows.start]) + 0.5) * cell_m
+        return _Plan(path=path, goal=(goal[0] + rows.start, goal[1] + cols.start), sweep=sweep)
+
+    def _best_frontier(
+        self, row: int, box: tuple[slice, slice], sub: np.ndarray, reach_m: np.ndarray
+    ) -> tuple[int, int] | None:
+        """The reachable frontier of least path cost minus gain (``box`` cell), or None."""
+        t = self.tunables
+        holes = max(1, round(t.min_unknown_m2 / self.cell_m**2))
+        frontier = grid_search.frontier_cells(sub, np.isfinite(reach_m), holes)
+        too_near = frontier & (reach_m < t.reach_m)
+        for r, c in np.argwhere(too_near):  # a frontier at the drone that did not clear: unobservable
+            self._give_up(row, (int(r) + box[0].start, int(c) + box[1].start))
+        frontier &= ~too_near
+        if not frontier.any():
+            return None
+        gain = grid_search.unknown_gain(sub, max(1, round(t.gain_radius_m / self.cell_m)))
+        return grid_search.argmin_cell(np.where(frontier, reach_m - t.gain_weight * gain, np.inf))
+
+    def _escape_cells(self, sub: np.ndarray, start: tuple[int, int]) -> np.ndarray:
+        """Free cells within ``inflate_m`` + one cell of the drone: lets a drone that drifted close to a
+        wall plan its way back out (they are safe enough to leave through, not to aim for)."""
+        radius = self.tunables.inflate_m / self.cell_m + 1.0
+        r, c = np.ogrid[: sub.shape[0], : sub.shape[1]]
+        near = (r - start[0]) ** 2 + (c - start[1]) ** 2 <= radius**2
+        escape = near & (sub != OCCUPIED)
+        escape[start] = True
+        return escape
+
+    def _pursue(self, plan: _Plan, xy: np.ndarray) -> tuple[np.ndarray, float]:
+        """Advance along the path; the carrot is the first point ``lookahead_m`` beyond the nearest."""
+        path = plan.path
+        window = path[plan.index : plan.index + 8]
+        plan.index += int(np.argmin(np.linalg.norm(window - xy, axis=1)))
+        ahead = np.linalg.norm(path[plan.index :] - xy, axis=1)
+        beyond = np.flatnonzero(ahead >= self.tunables.lookahead_m)
+        carrot = path[plan.index + int(beyond[0])] if beyond.size else path[-1]
+        return carrot, float(np.linalg.norm(path[-1] - xy))
