@@ -2,9 +2,9 @@
 
 Batched over drones (tensor ops only). The drone flies holonomically towards the carrot (forward and
 lateral together) while yawing to face it, holds the height it started at, and a guard built from
-the raw depth rays around the drone's own height brakes motion towards near surfaces and pushes away
-from surfaces closer than the drone radius plus a margin. The guard covers what a 0.5 m map cannot:
-a wall may lie anywhere inside an occupied cell.
+the raw depth rays around the drone's own height limits the speed towards every near surface (in
+proportion to the room left) and pushes away from surfaces closer than the drone radius plus a margin.
+The guard covers what a grid map cannot: a wall may lie anywhere inside an occupied cell.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from navi_environment.config import EnvironmentSettings
 from navi_environment.physics.kinematics import wrap_angle
 from navi_environment.runtime.tracer import sensor_directions
 
-_CONE = math.radians(30.0)  # half-width of the cone whose nearest surface brakes the motion
 _BRAKE_GAIN = 2.0  # speed limit per metre of room left before the stop margin, 1/s
 _ARRIVE_GAIN = 1.5  # speed limit per metre still to the goal, 1/s (never below _ARRIVE_MIN_MPS)
 _ARRIVE_MIN_MPS = 1.5
@@ -94,9 +93,8 @@ class PathFollower:
         arrive = (_ARRIVE_GAIN * command.goal_distance).clamp(min=_ARRIVE_MIN_MPS)
         turning = 0.7 + 0.3 * torch.cos(error).clamp(min=0.0)  # let the heading catch up a little
         speed = torch.minimum(self.cruise_mps * turning, arrive)
-        speed = torch.minimum(speed, self._brake(near, error))
         velocity = speed[:, None] * torch.stack([torch.cos(error), torch.sin(error)], dim=1)
-        velocity = velocity + self._push(near)
+        velocity = self._limit(velocity, near) + self._push(near)
         yaw_rate = error / _YAW_TAU_S
         climb = _HEIGHT_GAIN * (command.height - position[:, 2])
         guard = self.radius_m + 0.5
@@ -107,13 +105,16 @@ class PathFollower:
         wanted[:, 2] = wanted[:, 2] / planar
         return torch.where(command.active[:, None], wanted.clamp(-1.0, 1.0), torch.zeros_like(wanted))
 
-    def _brake(self, near: torch.Tensor, heading: torch.Tensor) -> torch.Tensor:
-        """[B] speed limit (m/s) from the nearest surface within the cone around the motion direction:
-        proportional to the room left, so the drone can always stop before the stop margin."""
-        off = wrap_angle(self.azimuth[None, :] - heading[:, None]).abs() <= _CONE
-        ahead = torch.where(off, near, torch.full_like(near, math.inf)).amin(dim=1)
-        room = ahead - self.radius_m - _STOP_MARGIN_M
-        return _BRAKE_GAIN * room.clamp(min=0.0)
+    def _limit(self, velocity: torch.Tensor, near: torch.Tensor) -> torch.Tensor:
+        """[B, 2] body velocity whose component towards every surface direction is at most
+        ``_BRAKE_GAIN`` x the room left before the stop margin: the drone can always stop in time,
+        and slides along a wall or past a door post instead of into it."""
+        limit = _BRAKE_GAIN * (near - self.radius_m - _STOP_MARGIN_M).clamp(min=0.0)  # [B, Az]
+        for _ in range(2):  # the worst direction, then the worst one left (a corner has two)
+            excess = (velocity @ self.unit.T - limit).clamp(min=0.0)
+            worst = excess.argmax(dim=1)
+            velocity = velocity - excess.gather(1, worst[:, None]) * self.unit[worst]
+        return velocity
 
     def _push(self, near: torch.Tensor) -> torch.Tensor:
         """[B, 2] body-frame velocity away from surfaces closer than the radius + ``_PUSH_RANGE_M``."""
