@@ -118,7 +118,7 @@ def test_a_corridor_is_flown_end_to_end_without_collision(seed: int) -> None:
 
 def test_reset_by_mask_or_index_and_idle_when_everything_is_known() -> None:
     settings = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=128, elevation_bins=32))
-    planner = FrontierPlanner(settings, 2, sweep=False)
+    planner = FrontierPlanner(settings, 2, cell_m=0.5, sweep=False)  # one view closes every 0.5 m wall cell
     position = torch.tensor([[0.1, 0.2, 1.5], [0.3, -0.4, 1.5]])
     yaw = torch.tensor([0.0, 2.0])
     pairs = zip(position, yaw, strict=True)
@@ -134,7 +134,7 @@ def test_reset_by_mask_or_index_and_idle_when_everything_is_known() -> None:
     assert planner.fresh.tolist() == [True, True]
     planner.act(obs, position, yaw)
     assert not planner.fresh.any()
-    sweeping = FrontierPlanner(settings, 2)  # with the sweep on it visits the cells it has not been in
+    sweeping = FrontierPlanner(settings, 2, cell_m=0.5)  # sweeping, it visits the cells it has not been in
     assert float(sweeping.act(obs, position, yaw).abs().sum()) > 0.1
     with pytest.raises(ValueError, match="unknown frontier planner settings"):
         FrontierPlanner(settings, 1, speed=3.0)

@@ -26,6 +26,8 @@ from navi_environment.planning.follow import FollowCommand, PathFollower
 from navi_environment.planning.occupancy import OCCUPIED, UNKNOWN, OccupancyGrids
 
 _PROGRESS_M = 0.25  # getting this much nearer the goal resets the stall count
+_STILL_M = 0.02  # a step shorter than this does not move the drone...
+_STILL_STEPS = 6  # ...and this many in a row with a goal ahead mean it is pressed against something
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,9 @@ class FrontierTunables:
         replan_steps: replan at least this often (also when the path is blocked or the goal reached).
         reach_m: the goal counts as reached within this distance; a frontier still there is given up.
         give_up_m: radius of the disc of frontier cells given up around an unreachable goal.
-        stall_steps: give the goal up after this many steps without getting 0.25 m closer.
+        stall_steps: after this many steps without getting 0.25 m closer to the goal, the path cells
+            within ``block_m`` ahead are closed (what stops the drone is not on the map: a door
+            narrower than the drone, say) and the drone replans.
         lookahead_m: the follower aims at the path point this far ahead.
         cruise_mps: travel speed; slows down near the goal and for sharp turns.
         teleport_m: a pose jump larger than this (an unannounced respawn) starts a new map.
@@ -56,7 +60,7 @@ class FrontierTunables:
     map_size_m: float = 80.0
     slab_half_m: float = 0.5
     max_range_m: float = 12.0
-    inflate_m: float = 0.5
+    inflate_m: float = 0.25
     prefer_clearance_m: float = 1.5
     clearance_weight: float = 2.0
     gain_radius_m: float = 1.0
@@ -65,8 +69,9 @@ class FrontierTunables:
     reach_m: float = 0.75
     give_up_m: float = 1.0
     stall_steps: int = 25
+    block_m: float = 1.0
     lookahead_m: float = 1.5
-    cruise_mps: float = 3.0
+    cruise_mps: float = 4.0
     teleport_m: float = 2.0
     min_unknown_m2: float = 2.0
     sweep: bool = True
@@ -84,6 +89,10 @@ class _Plan:
     stalled: int = 0  # steps without getting nearer
     idle: bool = False  # nothing left to explore at the last search
     sweep: bool = False  # the goal is a cell to visit, not a frontier
+    passable: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))  # searched cells
+    corner: np.ndarray = field(default_factory=lambda: np.zeros(2))  # world xy of passable's (0, 0) corner
+    last_xy: np.ndarray | None = None  # drone position at the previous step
+    still: int = 0  # consecutive steps the drone has hardly moved
 
 
 class FrontierPlanner:
@@ -102,7 +111,7 @@ class FrontierPlanner:
         settings: EnvironmentSettings,
         num_drones: int,
         *,
-        cell_m: float = 0.5,
+        cell_m: float = 0.25,
         device: str | torch.device = "cpu",
         **tunables: float,
     ) -> None:
@@ -122,6 +131,7 @@ class FrontierPlanner:
         )  # fmt: skip
         size = self.maps.size
         self.given_up = np.zeros((num_drones, size, size), dtype=bool)
+        self.blocked = np.zeros((num_drones, size, size), dtype=bool)  # cells a drone stalled in
         self.visited = torch.zeros(num_drones, size, size, dtype=torch.bool, device=self.device)
         self.visit_cell_m = settings.reward.visit_cell_m
         span = math.ceil(self.visit_cell_m / self.cell_m)
@@ -191,6 +201,7 @@ class FrontierPlanner:
         self.maps.reset(rows, position[rows])
         for row in rows.tolist():
             self.given_up[row] = False
+            self.blocked[row] = False
             self.visited[row] = False
             self.plans[row] = _Plan()
         self.fresh[rows] = False
@@ -213,8 +224,12 @@ class FrontierPlanner:
         """(point to fly at, distance to the goal) for drone ``row``, replanning where due; None = idle."""
         plan = self.plans[row]
         plan.age += 1
+        moved = float(np.linalg.norm(xy - plan.last_xy)) if plan.last_xy is not None else math.inf
+        plan.still = plan.still + 1 if moved < _STILL_M else 0
+        plan.last_xy = xy.copy()
         if self._needs_plan(row, plan, xy):
             previous, plan = plan, self._plan(row, xy)
+            plan.last_xy, plan.still = previous.last_xy, previous.still
             if plan.goal is not None and plan.goal == previous.goal:  # same goal: keep the stall watch
                 plan.best_remaining, plan.stalled = previous.best_remaining, previous.stalled
             self.plans[row] = plan
@@ -239,7 +254,12 @@ class FrontierPlanner:
         else:
             cleared = not self._is_frontier(row, plan.goal)
             reached = remaining < t.reach_m
-        if (reached and not cleared) or plan.stalled >= t.stall_steps:
+        stuck = plan.still >= _STILL_STEPS and remaining >= t.reach_m  # pressed against something
+        if plan.stalled >= t.stall_steps or stuck:  # something the map does not show stops the drone
+            self._block_ahead(row, plan, xy)
+            plan.still = 0
+            return True
+        if reached and not cleared:
             self._give_up(row, plan.goal)
             return True
         return cleared or plan.age >= t.replan_steps or self._blocked(row, plan)
@@ -261,6 +281,15 @@ class FrontierPlanner:
         grid = self.maps.numpy_grid(row)
         return bool((grid[near[:, 0], near[:, 1]] == OCCUPIED).any())
 
+    def _block_ahead(self, row: int, plan: _Plan, xy: np.ndarray) -> None:
+        """Close the path cells within ``block_m`` ahead of a stalled drone (a door too narrow for it,
+        say), so no later path tries them again this episode."""
+        ahead = plan.path[plan.index :]
+        ahead = ahead[np.linalg.norm(ahead - xy, axis=1) <= self.tunables.block_m]
+        cells = np.floor((ahead - self.maps.origin[row].cpu().numpy()) / self.cell_m).astype(np.int64)
+        cells = np.clip(cells, 0, self.maps.size - 1)
+        self.blocked[row, cells[:, 1], cells[:, 0]] = True
+
     def _give_up(self, row: int, cell: tuple[int, int]) -> None:
         """Never aim for frontier cells within ``give_up_m`` of ``cell`` again (this episode)."""
         radius = max(1.0, self.tunables.give_up_m / self.cell_m)
@@ -280,10 +309,14 @@ class FrontierPlanner:
         if not (0 <= start[0] < sub.shape[0] and 0 <= start[1] < sub.shape[1]):
             return _Plan(idle=True)
         distance = grid_search.obstacle_distance(sub, cell_m)
-        safe = grid_search.safe_cells(sub, distance, t.inflate_m)
+        blocked = self.blocked[row, rows, cols]
+        safe = grid_search.safe_cells(sub, distance, t.inflate_m) & ~blocked
         open_goals = safe & ~self.given_up[row, rows, cols]
         cost = grid_search.step_costs(distance, t.prefer_clearance_m, t.clearance_weight)
-        reach, predecessor = grid_search.shortest_paths(safe | self._escape_cells(sub, start), cost, start)
+        escape = self._escape_cells(sub, start)
+        passable = safe | (escape & ~blocked)
+        passable[start] = True
+        reach, predecessor = grid_search.shortest_paths(passable, cost, start)
         reach_m = np.where(open_goals, reach * cell_m, np.inf)
         sweep = False
         goal = self._best_frontier(row, (rows, cols), sub, reach_m)
@@ -293,8 +326,10 @@ class FrontierPlanner:
         if goal is None:
             return _Plan(idle=True)
         cells = grid_search.path_to(predecessor, sub.shape[1], goal)
-        path = origin + (cells[:, ::-1] + np.array([cols.start, rows.start]) + 0.5) * cell_m
-        return _Plan(path=path, goal=(goal[0] + rows.start, goal[1] + cols.start), sweep=sweep)
+        corner = origin + np.array([cols.start, rows.start]) * cell_m
+        path = corner + (cells[:, ::-1] + 0.5) * cell_m
+        full_goal = (goal[0] + rows.start, goal[1] + cols.start)
+        return _Plan(path=path, goal=full_goal, sweep=sweep, passable=passable, corner=corner)
 
     def _best_frontier(
         self, row: int, box: tuple[slice, slice], sub: np.ndarray, reach_m: np.ndarray
@@ -319,15 +354,18 @@ class FrontierPlanner:
         r, c = np.ogrid[: sub.shape[0], : sub.shape[1]]
         near = (r - start[0]) ** 2 + (c - start[1]) ** 2 <= radius**2
         escape = near & (sub != OCCUPIED)
-        escape[start] = True
+        escape[start] = True  # (even when blocked: the search starts here)
         return escape
 
     def _pursue(self, plan: _Plan, xy: np.ndarray) -> tuple[np.ndarray, float]:
-        """Advance along the path; the carrot is the first point ``lookahead_m`` beyond the nearest."""
+        """Advance along the path; the carrot is the farthest path point within ``lookahead_m`` that
+        the drone sees in a straight line over passable cells (no cutting past a door post)."""
         path = plan.path
         window = path[plan.index : plan.index + 8]
         plan.index += int(np.argmin(np.linalg.norm(window - xy, axis=1)))
-        ahead = np.linalg.norm(path[plan.index :] - xy, axis=1)
-        beyond = np.flatnonzero(ahead >= self.tunables.lookahead_m)
-        carrot = path[plan.index + int(beyond[0])] if beyond.size else path[-1]
-        return carrot, float(np.linalg.norm(path[-1] - xy))
+        ahead = path[plan.index : plan.index + 4 * math.ceil(self.tunables.lookahead_m / self.cell_m)]
+        near = np.linalg.norm(ahead - xy, axis=1) <= self.tunables.lookahead_m
+        near[0] = True
+        seen = grid_search.line_of_sight(plan.passable, plan.corner, self.cell_m, xy, ahead) & near
+        pick = int(np.flatnonzero(seen)[-1]) if seen.any() else min(1, len(ahead) - 1)
+        return ahead[pick], float(np.linalg.norm(path[-1] - xy))

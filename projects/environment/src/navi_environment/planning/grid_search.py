@@ -134,3 +134,23 @@ def argmin_cell(score: np.ndarray) -> tuple[int, int] | None:
         return None
     r, c = np.unravel_index(int(np.argmin(score)), score.shape)
     return int(r), int(c)
+
+
+def line_of_sight(
+    passable: np.ndarray, corner: np.ndarray, cell_m: float, start: np.ndarray, ends: np.ndarray
+) -> np.ndarray:
+    """[K] bool: the straight segments from ``start`` [2] to each of ``ends`` [K, 2] (world xy) cross
+    only ``passable`` cells of the grid whose (0, 0) cell has its corner at ``corner`` [2].
+
+    Sampled every half cell, so a segment cannot skip a cell corner to corner by more than that.
+    """
+    if len(ends) == 0:
+        return np.zeros(0, dtype=bool)
+    longest = float(np.linalg.norm(ends - start, axis=1).max())
+    fractions = np.linspace(0.0, 1.0, max(2, math.ceil(2.0 * longest / cell_m) + 1))
+    points = start + fractions[None, :, None] * (ends - start)[:, None, :]  # [K, S, 2]
+    cells = np.floor((points - corner) / cell_m).astype(np.int64)  # (column, row)
+    H, W = passable.shape
+    inside = (cells[..., 0] >= 0) & (cells[..., 0] < W) & (cells[..., 1] >= 0) & (cells[..., 1] < H)
+    rows, cols = np.clip(cells[..., 1], 0, H - 1), np.clip(cells[..., 0], 0, W - 1)
+    return (inside & passable[rows, cols]).all(axis=1)

@@ -50,7 +50,7 @@ class OccupancyGrids:
         elevation_bins: int,
         horizon_m: float,
         *,
-        cell_m: float = 0.5,
+        cell_m: float = 0.25,
         size_m: float = 80.0,
         slab_half_m: float = 0.5,
         max_range_m: float = 12.0,
