@@ -92,12 +92,13 @@ class PathFollower:
         error = wrap_angle(torch.atan2(offset[:, 1], offset[:, 0]) - yaw)  # carrot bearing, body frame
         arrive = (_ARRIVE_GAIN * command.goal_distance).clamp(min=_ARRIVE_MIN_MPS)
         turning = 0.7 + 0.3 * torch.cos(error).clamp(min=0.0)  # let the heading catch up a little
-        speed = torch.minimum(self.cruise_mps * turning, arrive)
+        hover = offset.norm(dim=1) < 0.05  # carrot at the drone: hold position (changing height)
+        speed = torch.minimum(self.cruise_mps * turning, arrive).masked_fill(hover, 0.0)
         velocity = speed[:, None] * torch.stack([torch.cos(error), torch.sin(error)], dim=1)
         velocity = self._limit(velocity, near) + self._push(near)
-        yaw_rate = error / _YAW_TAU_S
+        yaw_rate = (error / _YAW_TAU_S).masked_fill(hover, 0.0)
         climb = _HEIGHT_GAIN * (command.height - position[:, 2])
-        guard = self.radius_m + 0.5
+        guard = self.radius_m + 0.2
         climb = climb + (below < guard).float() * 0.5 - (above < guard).float() * 0.5
         wanted = torch.stack([velocity[:, 0], climb, velocity[:, 1], yaw_rate], dim=1) / self.max_speed
         planar = torch.maximum(wanted[:, [0, 2]].abs().amax(dim=1), torch.ones_like(speed))

@@ -28,6 +28,7 @@ from navi_environment.planning.occupancy import OCCUPIED, UNKNOWN, OccupancyGrid
 _PROGRESS_M = 0.25  # getting this much nearer the goal resets the stall count
 _STILL_M = 0.02  # a step shorter than this does not move the drone...
 _STILL_STEPS = 6  # ...and this many in a row with a goal ahead mean it is pressed against something
+_LAYER_MARGIN_M = 0.2  # a new layer's height keeps the drone radius + this from floor and ceiling
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class FrontierTunables:
         min_unknown_m2: unknown regions smaller than this (the inside of a pillar) are not frontiers.
         sweep: once no frontier is left, visit the nearest safe cell whose visit cell
             (``reward.visit_cell_m``, as the environment's coverage counts) the drone has not been in.
+        sweep_clearance_m: sweep goals lie at least this far from occupied cell centres (nearer, the
+            follower's guard stops the drone short of them).
+        layers: once nothing is left at its height, start a new map one visit cell higher or lower
+            (where floor and ceiling leave room): coverage counts visit cells in 3D.
     """
 
     map_size_m: float = 80.0
@@ -75,6 +80,8 @@ class FrontierTunables:
     teleport_m: float = 2.0
     min_unknown_m2: float = 2.0
     sweep: bool = True
+    layers: bool = True
+    sweep_clearance_m: float = 0.55
 
 
 @dataclass
@@ -132,6 +139,7 @@ class FrontierPlanner:
         size = self.maps.size
         self.given_up = np.zeros((num_drones, size, size), dtype=bool)
         self.blocked = np.zeros((num_drones, size, size), dtype=bool)  # cells a drone stalled in
+        self.layers: list[list[int]] = [[] for _ in range(num_drones)]  # visit-cell layers flown
         self.visited = torch.zeros(num_drones, size, size, dtype=torch.bool, device=self.device)
         self.visit_cell_m = settings.reward.visit_cell_m
         span = math.ceil(self.visit_cell_m / self.cell_m)
@@ -187,6 +195,8 @@ class FrontierPlanner:
                 carrot[row] = torch.from_numpy(target[0]).to(carrot)
                 goal_distance[row] = target[1]
                 active[row] = True
+        if self.tunables.layers:
+            active |= self._change_layers(obs, position)
         command = FollowCommand(carrot, goal_distance, active, self.maps.z0)
         return self.follower(command, obs, position, yaw).to(out_device)
 
@@ -198,13 +208,43 @@ class FrontierPlanner:
         if not bool(start.any()):
             return
         rows = start.nonzero().squeeze(1)
-        self.maps.reset(rows, position[rows])
         for row in rows.tolist():
-            self.given_up[row] = False
-            self.blocked[row] = False
-            self.visited[row] = False
-            self.plans[row] = _Plan()
+            self._forget(row, position[row])
+            self.layers[row] = [math.floor(float(position[row, 2]) / self.visit_cell_m)]
         self.fresh[rows] = False
+
+    def _change_layers(self, obs: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        """Drones with nothing left at their height start a new map in the visit-cell layer above or
+        below (where floor and ceiling leave room and it was not flown yet); [B] bool of drones
+        changing height (they hover while they climb or descend)."""
+        away = (position[:, 2] - self.maps.z0).abs() > 0.5 * self.tunables.slab_half_m
+        idle = [row for row in range(self.num_drones) if self.plans[row].idle and not bool(away[row])]
+        if not idle:
+            return away
+        _, below, above = self.follower.surroundings(obs)
+        margin, step = self.settings.physics.drone_radius_m + _LAYER_MARGIN_M, self.visit_cell_m
+        for row in idle:
+            z = float(position[row, 2])
+            low, high = z - float(below[row]) + margin, z + float(above[row]) - margin
+            here = math.floor(z / step)
+            for layer in (here + 1, here - 1, here + 2, here - 2):
+                bottom, top = max(layer * step, low), min((layer + 1) * step, high)
+                if bottom < top and layer not in self.layers[row]:
+                    self.layers[row].append(layer)
+                    new_position = position[row].clone()
+                    new_position[2] = 0.5 * (bottom + top)
+                    self._forget(row, new_position)
+                    away[row] = True
+                    break
+        return away
+
+    def _forget(self, row: int, position: torch.Tensor) -> None:
+        """Drone ``row`` starts a new map centred at ``position`` (its slab at that height)."""
+        self.maps.reset(torch.tensor([row], device=self.device), position[None])
+        self.given_up[row] = False
+        self.blocked[row] = False
+        self.visited[row] = False
+        self.plans[row] = _Plan()
 
     def _mark_visited(self, position: torch.Tensor) -> None:
         """Map cells whose centre lies in the drone's visit cell (``reward.visit_cell_m``) are visited."""
@@ -321,7 +361,8 @@ class FrontierPlanner:
         sweep = False
         goal = self._best_frontier(row, (rows, cols), sub, reach_m)
         if goal is None and t.sweep:
-            unvisited = np.where(self.visited[row, rows, cols].cpu().numpy(), np.inf, reach_m)
+            roomy = distance >= t.sweep_clearance_m  # where the follower's guard lets the drone go
+            unvisited = np.where(self.visited[row, rows, cols].cpu().numpy() | ~roomy, np.inf, reach_m)
             goal, sweep = (grid_search.argmin_cell(unvisited), True)
         if goal is None:
             return _Plan(idle=True)
