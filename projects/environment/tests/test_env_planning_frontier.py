@@ -140,5 +140,9 @@ def test_reset_by_mask_or_index_and_idle_when_everything_is_known() -> None:
     vertical = climbing.act(obs, position, yaw)[:, 1]
     assert (vertical.abs() > 0.1).all() and climbing.layers == [[1, 2], [1, 2]]
     assert torch.allclose(climbing.maps.z0, torch.tensor([2.25, 2.25]))  # middle of [2, 3 - 0.3 - 0.2]
+    half = 0.5 * planner.maps.size * planner.maps.cell_m
+    jumped = position + torch.tensor([[3.0, 0.0, 0.0], [0.1, 0.0, 0.0]])  # drone 0 respawned unannounced
+    planner.act(obs, jumped, yaw)
+    assert torch.allclose(planner.maps.origin, torch.stack([jumped[0, :2], position[1, :2]]) - half)
     with pytest.raises(ValueError, match="unknown frontier planner settings"):
         FrontierPlanner(settings, 1, speed=3.0)
