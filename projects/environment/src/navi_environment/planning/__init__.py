@@ -3,6 +3,7 @@
 The evaluation's classical reference and a demonstration source (``explore --autopilot frontier``).
 """
 
-from navi_environment.planning.frontier import FrontierPlanner, FrontierTunables
+from navi_environment.planning.frontier import FrontierPlanner
+from navi_environment.planning.tunables import FrontierTunables
 
 __all__ = ["FrontierPlanner", "FrontierTunables"]
