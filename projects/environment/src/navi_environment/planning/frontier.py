@@ -282,8 +282,11 @@ class FrontierPlanner:
     def _give_up(self, row: int, cell: tuple[int, int]) -> None:
         """Never aim for frontier cells within ``give_up_m`` of ``cell`` again (this episode)."""
         radius = max(1.0, self.tunables.give_up_m / self.cell_m)
-        rows, cols = np.ogrid[: self.maps.size, : self.maps.size]
-        self.given_up[row] |= (rows - cell[0]) ** 2 + (cols - cell[1]) ** 2 <= radius**2
+        reach, size = math.ceil(radius), self.maps.size
+        r0, r1 = max(0, cell[0] - reach), min(size, cell[0] + reach + 1)
+        c0, c1 = max(0, cell[1] - reach), min(size, cell[1] + reach + 1)
+        rows, cols = np.ogrid[r0:r1, c0:c1]
+        self.given_up[row, r0:r1, c0:c1] |= (rows - cell[0]) ** 2 + (cols - cell[1]) ** 2 <= radius**2
 
     def _plan(self, row: int, xy: np.ndarray) -> _Plan:
         """Search from the drone over its map; path to the best frontier, else (``sweep``) to the
