@@ -32,7 +32,7 @@ TWO_ROOMS = RoomSpec(
 CORRIDOR = corridor_spec()  # 20 x 2 x 3 m
 BOX = RoomSpec(lo=(-3.0, -2.0, 0.0), hi=(3.0, 2.0, 3.0))
 SETTINGS = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=64, elevation_bins=16))
-MAP_BUDGET_STEPS = 250  # the two rooms are mapped well within this (about 50-150 steps in practice)
+MAP_BUDGET_STEPS = 150  # the two rooms are mapped well within this (37-59 steps over seeds 0-7)
 
 
 @dataclass
@@ -102,7 +102,7 @@ def test_two_rooms_are_mapped_completely_within_the_step_budget(seed: int) -> No
     assert (grid[clearance <= -0.6] == UNKNOWN).all()  # nothing inside walls or outside is invented
     x = flight.positions[:, 0]
     assert x.min() < 5.5 and x.max() > 6.5  # both rooms entered
-    assert flight.coverage >= 25
+    assert flight.coverage >= 20  # visit cells (1 m) of the 80 the rooms hold, in 150 steps
 
 
 @pytest.mark.slow
