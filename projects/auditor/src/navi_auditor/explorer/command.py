@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import signal
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,9 @@ from navi_contracts import Publisher, artifacts_root, configure_logging
 from navi_contracts.curve import KeysError, load_keys
 
 if TYPE_CHECKING:
+    import torch
+
+    from navi_auditor.explorer.session import ExplorerSession
     from navi_environment.config import EnvironmentSettings
 
 log = structlog.get_logger()
@@ -70,6 +74,20 @@ def open_publisher(endpoint: str | None, keys: Path | None = None) -> Publisher 
         ) from error
 
 
+def make_autopilot(
+    kind: str, session: ExplorerSession, settings: AuditorSettings, env_settings: EnvironmentSettings
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The pilot used while autopilot is on: the scripted steering or the frontier planner."""
+    from navi_auditor.explorer.autopilot import Autopilot
+    from navi_auditor.explorer.frontier_pilot import FrontierPilot
+
+    device = settings.explore.device
+    if kind == "frontier":
+        return FrontierPilot(session, env_settings, device)
+    sensor = env_settings.sensor
+    return Autopilot(settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, device)
+
+
 def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
     """CLI values that were given (None = not given), as the ``explore`` group's init kwargs."""
     return {key: value for key, value in options.items() if value is not None}
@@ -110,7 +128,15 @@ def _open_session(
 )
 @click.option("--max-steps", type=int, help="Steps per scene before the next scene [2000].")
 @click.option("--max-scenes", type=int, help="Stop after this many scenes [all].")
-@click.option("--autopilot", is_flag=True, help="Fly the scripted frontier-seeking explorer (T toggles it).")
+@click.option(
+    "--autopilot",
+    type=click.Choice(["scripted", "frontier"]),
+    is_flag=False,
+    flag_value="scripted",
+    default=None,
+    help="Start on autopilot (T toggles it): 'scripted' (plain --autopilot) steers from the depth view; "
+    "'frontier' maps the scene from depth and pose and plans paths to unexplored space.",
+)
 @click.option(
     "--pub", help="PUB endpoint for DistanceMatrix observations [tcp://127.0.0.1:5559]; 'none' disables."
 )
@@ -127,7 +153,7 @@ def _open_session(
 @click.option("--log-level", default=None, help="debug, info, warning, error [info; warning on a TTY].")
 def explore_main(
     *, record: bool, out: Path | None, gmdag_file: Path | None, corpus: Path | None, max_steps: int | None,
-    max_scenes: int | None, autopilot: bool, pub: str | None, keys: Path | None, seed: int | None,
+    max_scenes: int | None, autopilot: str | None, pub: str | None, keys: Path | None, seed: int | None,
     step_hz: float | None,
     autopilot_hz: float | None, color: bool | None, device: str | None, log_level: str | None,
 ) -> None:  # fmt: skip
@@ -142,7 +168,6 @@ def explore_main(
     the same observations are published as DistanceMatrix on --pub for the dashboard.
     """
     # Heavy imports (torch, numba kernels) only when flying, so `navi-auditor --help` starts fast.
-    from navi_auditor.explorer.autopilot import Autopilot
     from navi_auditor.explorer.runner import ExplorerLoop
     from navi_auditor.explorer.scenes import SceneSourceError, resolve_scene_files
     from navi_environment.config import EnvironmentSettings
@@ -166,7 +191,7 @@ def explore_main(
         scene_files = resolve_scene_files(explore.gmdag_file, explore.corpus, env_settings)
     except SceneSourceError as error:
         raise click.ClickException(str(error)) from error
-    pilot = "autopilot" if autopilot else "keyboard"
+    pilot = {None: "keyboard", "scripted": "autopilot", "frontier": "frontier"}[autopilot]
     publisher = open_publisher(explore.publish, keys or settings.keys)
     writer = None
     if record:
@@ -178,15 +203,12 @@ def explore_main(
             path, shape, demo_metadata(settings, env_settings, pilot), settings.demos.part_frames
         )
     session = _open_session(env_settings, scene_files, explore, writer, publisher)
-    sensor = env_settings.sensor
-    pilot_fn = Autopilot(
-        settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, explore.device
-    )
+    pilot_fn = make_autopilot(autopilot or "scripted", session, settings, env_settings)
     summary = None
     interrupt_on_termination()
     try:
         with terminal:
-            summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot).run()
+            summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot is not None).run()
     except KeyboardInterrupt:
         log.info("auditor.explore.interrupted", steps=session.total_steps)
     except ValueError as error:  # a later scene of a corpus is broken or cannot host drones
