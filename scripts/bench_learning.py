@@ -5,17 +5,17 @@ Prints ONE JSON line. The default corpus (built first if missing; or ``--corpus`
 family's scenes, so every family is trained on and evaluated; ``--split tail`` holds out the last
 ``--holdout`` share of the corpus, which for a manifest listed family by family is one whole family
 the trainer never sees (navi_actor.evaluation.scene_split). The default trainer trains on the rest
-for ``--minutes`` of wall-clock time, then the learned policy (sampling its actions, as it acts in
-training and as ``navi-actor evaluate`` runs it by default; the targets are judged on it), the same
-policy acting with its Gaussian mean (``learned_mean_action``, as ``evaluate --deterministic``;
-reported for information), a uniform random policy and a reactive heuristic (a memoryless obstacle
-avoider: straight on while clear, steer towards open space, turn on the spot when blocked) are
-evaluated on the held-out scenes with the same seed: one drone per held-out scene, ``--episodes``
-episodes each, truncated at ``--episode-steps`` steps.
-Reported: mean return, collision rate (per drone-step), coverage.
+for ``--minutes`` of wall-clock time. Then five policies fly the same episode plan on the held-out
+scenes (``--episodes`` start poses per scene drawn once with seed + 1000, each episode run to its own
+end and counted once, truncated at ``--episode-steps``): the learned policy acting with its Gaussian
+mean (how it is deployed) and with sampled actions (how it trained), a uniform random policy, a
+reactive heuristic (a memoryless obstacle avoider) and the frontier planner (a classical explorer
+that maps what it senses; the reference ceiling). Every aggregate comes with a 95% interval and the
+ratios between policies are paired (navi_actor.evaluation).
 
-Targets after 30 minutes on 2 CPU cores: learned >= 2x better than random on coverage and on collision
-rate (i.e. at most half of random's), and learned coverage above the heuristic's.
+Targets after 30 minutes on 2 CPU cores (the learning issue): mean-action coverage >= 3x random's
+and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-action coverage
+>= 0.7x the frontier planner's.
 
     uv run python scripts/bench_learning.py [--minutes 30] [--corpus DIR] [--split stratified|tail]
 """
@@ -31,8 +31,7 @@ import click
 import torch
 
 from navi_actor.config import ActorSettings
-from navi_actor.evaluation import evaluate_policy
-from navi_actor.evaluation.baselines import RandomPolicy, ReactiveHeuristic
+from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, ReactiveHeuristic
 from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_scenes
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
@@ -71,7 +70,7 @@ def trained_policy(train_scenes: list[Path], minutes: float, seed: int) -> tuple
         "checkpoint": {"auto_resume": False, "auto_promote": False},
     }
     settings = ActorSettings(**values)
-    train_env = backend(train_scenes, settings.rollout.num_actors, settings.environment.episode_steps)
+    train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps
     names = [p.name for p in train_scenes]
     built = BuiltEnvironment(train_env, {"backend": "sdfdag", "scenes": len(names), "names": names})
     runner = OnPolicyRunner(
@@ -116,46 +115,70 @@ def checkpoint_policy(path: Path, eval_scenes: list[Path]) -> tuple[Any, dict[st
     }
 
 
+POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "frontier")
+
+
 def evaluate_all(
     policy: Any, eval_scenes: list[Path], episodes: int, episode_steps: int, seed: int
-) -> dict[str, dict[str, float]]:
-    """The learned policy (sampled and mean action) and both baselines on the same held-out drones."""
-    results = {}
-    horizon_m = backend_settings(episode_steps).sensor.horizon_m  # the heuristic reads depth in metres
-    for name, candidate, deterministic in (
-        ("learned", policy, False),
-        ("learned_mean_action", policy, True),
-        ("random", RandomPolicy(), True),
-        ("heuristic", ReactiveHeuristic(horizon_m=horizon_m), True),
-    ):
-        # one drone per held-out scene (spread_start_scenes; up to scene.max_cached_scenes of them)
-        env = backend(eval_scenes, len(eval_scenes), episode_steps)
-        report = evaluate_policy(  # type: ignore[arg-type]
-            candidate, env, episodes * len(eval_scenes), deterministic=deterministic, seed=seed + 1000
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Every policy flies the same episode plan on the held-out scenes; (summaries, paired ratios).
+
+    The plan draws ``episodes`` start poses per held-out scene once (seed + 1000); each planned
+    episode runs to its own end and counts once. Ratios are paired: the same episodes in numerator
+    and denominator, resampled together for the 95% interval.
+    """
+    from navi_actor.evaluation.evaluator import compare_reports, evaluate_policy
+    from navi_actor.evaluation.plan import make_plan
+
+    env = backend(eval_scenes, len(eval_scenes), episode_steps)
+    settings = env.settings
+    candidates = {
+        "learned_mean_action": (policy, True),
+        "learned_sampled": (policy, False),
+        "random": (RandomPolicy(), True),
+        "heuristic": (ReactiveHeuristic(horizon_m=settings.sensor.horizon_m), True),
+        "frontier": (FrontierPolicy(settings, env.num_actors), True),
+    }
+    plan = make_plan(env, episodes, seed + 1000)
+    reports = {
+        name: evaluate_policy(candidate, env, plan=plan, deterministic=deterministic, seed=seed + 1000)
+        for name, (candidate, deterministic) in candidates.items()
+    }
+    summaries = {name: report.summary() for name, report in reports.items()}
+    paired = {
+        f"{name}_vs_{reference}": compare_reports(reports[reference], reports[name])
+        for name, reference in (
+            ("learned_mean_action", "random"), ("learned_sampled", "random"),
+            ("learned_mean_action", "frontier"), ("learned_sampled", "learned_mean_action"),
+            ("heuristic", "random"), ("frontier", "random"),
         )
-        results[name] = {
-            "mean_return": round(report.mean_return, 4),
-            "collision_rate": round(report.collision_rate, 5),
-            "coverage": round(report.coverage, 4),
-            "path_length_m": round(report.path_length, 2),
-        }
-    return results
+    }  # fmt: skip
+    return summaries, paired
 
 
-def targets(results: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """The issue's targets, judged on the sampled learned policy."""
-    learned, random, heuristic = results["learned"], results["random"], results["heuristic"]
-    mean_action = results["learned_mean_action"]
+def targets(paired: dict[str, Any]) -> dict[str, Any]:
+    """The learning issue's targets, on paired ratios (point estimates; intervals reported beside)."""
+
+    def ratio(name: str, metric: str) -> dict[str, float]:
+        return dict(paired[name][metric]["ratio"])
+
+    ratios = {
+        "mean_action_coverage_vs_random": ratio("learned_mean_action_vs_random", "coverage_cells"),
+        "mean_action_collisions_vs_random": ratio("learned_mean_action_vs_random", "collisions_per_step"),
+        "sampled_coverage_vs_random": ratio("learned_sampled_vs_random", "coverage_cells"),
+        "mean_action_coverage_vs_frontier": ratio("learned_mean_action_vs_frontier", "coverage_cells"),
+        "frontier_coverage_vs_random": ratio("frontier_vs_random", "coverage_cells"),
+        "heuristic_coverage_vs_random": ratio("heuristic_vs_random", "coverage_cells"),
+    }
+    value = {name: entry["value"] for name, entry in ratios.items()}
     return {
-        "coverage_vs_random": round(learned["coverage"] / max(random["coverage"], 1e-9), 3),
-        "mean_action_coverage_vs_random": round(mean_action["coverage"] / max(random["coverage"], 1e-9), 3),
+        "ratios": ratios,
         "targets_met": {
-            "coverage_2x_random": learned["coverage"] >= 2.0 * random["coverage"],
-            # at most half of random's rate (a collision-free policy meets it); says nothing when
-            # random does not collide either
-            "collision_half_of_random": random["collision_rate"] > 0
-            and learned["collision_rate"] <= 0.5 * random["collision_rate"],
-            "coverage_above_heuristic": learned["coverage"] > heuristic["coverage"],
+            "mean_action_coverage_3x_random": value["mean_action_coverage_vs_random"] >= 3.0,
+            # a collision-free policy meets it; NaN (random never collided) does not
+            "mean_action_collisions_0.3x_random": value["mean_action_collisions_vs_random"] <= 0.3,
+            "sampled_coverage_3x_random": value["sampled_coverage_vs_random"] >= 3.0,
+            "mean_action_coverage_0.7x_frontier": value["mean_action_coverage_vs_frontier"] >= 0.7,
         },
     }
 
@@ -176,7 +199,8 @@ def targets(results: dict[str, dict[str, float]]) -> dict[str, Any]:
     type=int,
     default=8,
     show_default=True,
-    help="Evaluation episodes per held-out scene; fewer make the verdict noisy (docs/training.md).",
+    help="Evaluation episodes per held-out scene; fewer make the verdict noisy "
+    "(docs/experiments/2026-11-learning-runs-10-17.md).",
 )
 @click.option("--episode-steps", type=int, default=500, show_default=True, help="Evaluation truncation.")
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
@@ -209,7 +233,7 @@ def main(
         policy, run = trained_policy(train_scenes, minutes, seed)
     else:
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
-    results = evaluate_all(policy, eval_scenes, episodes, episode_steps, seed)
+    results, paired = evaluate_all(policy, eval_scenes, episodes, episode_steps, seed)
     line = {
         "benchmark": "learning",
         **run,
@@ -219,7 +243,8 @@ def main(
         "episodes_per_scene": episodes,
         "episode_steps": episode_steps,
         "results": results,
-        **targets(results),
+        **targets(paired),
+        "paired": paired,
     }
     print(json.dumps(line))
 

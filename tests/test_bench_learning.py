@@ -79,14 +79,22 @@ def test_bench_trains_judges_and_rejudges_its_checkpoint_to_the_same_numbers(
 ) -> None:
     assert trained["heldout_scenes"] == ["hall_001"] and trained["train_scenes"] == 1
     assert trained["train_steps"] > 0 and Path(trained["checkpoint"]).is_file()
-    assert set(trained["results"]) == {"learned", "learned_mean_action", "random", "heuristic"}
+    policies = {"learned_mean_action", "learned_sampled", "random", "heuristic", "frontier"}
+    assert set(trained["results"]) == policies
+    for block in trained["results"].values():  # every policy flew the same plan: 1 episode x 1 scene
+        assert block["episodes"] == 1 and block["scenes"] == 1
+        assert block["coverage_cells"]["ci95_low"] <= block["coverage_cells"]["value"]
     assert set(trained["targets_met"]) == {
-        "coverage_2x_random",
-        "collision_half_of_random",
-        "coverage_above_heuristic",
+        "mean_action_coverage_3x_random",
+        "mean_action_collisions_0.3x_random",
+        "sampled_coverage_3x_random",
+        "mean_action_coverage_0.7x_frontier",
     }
-    heuristic = trained["results"]["heuristic"]
-    assert heuristic["path_length_m"] > 0.0  # it leaves its spawn (unit tests pin its speeds)
+    ratio = trained["ratios"]["frontier_coverage_vs_random"]
+    frontier, random = trained["results"]["frontier"], trained["results"]["random"]
+    expected = frontier["coverage_cells"]["value"] / random["coverage_cells"]["value"]
+    assert ratio["value"] == pytest.approx(expected, rel=1e-4)
+    assert trained["results"]["heuristic"]["path_m"]["value"] > 0.0  # it leaves its spawn
 
     again = json_line(bench("--corpus", str(corpus), "--checkpoint", trained["checkpoint"]))
     assert again["train_minutes"] is None and again["train_steps"] == trained["train_steps"]

@@ -101,6 +101,59 @@ def test_navi_stack_runs_restarts_and_stops_together(tmp_path: Path) -> None:
             launcher.wait()
 
 
+def test_navi_stack_secure_acts_for_keyed_subscribers_only(tmp_path: Path) -> None:
+    """``navi-stack --keys DIR`` (what ``--secure`` does with artifacts/keys) end to end: every child
+    runs CURVE; a subscriber with the client key sees the brain's actions, one without sees nothing."""
+    from navi_contracts.curve import CurveKeys, generate_keys
+    from navi_environment.corpus.settings import CompileSettings
+    from navi_environment.corpus.sources import compile_source
+    from navi_environment.gmdag.writer import write_gmdag
+
+    scene = tmp_path / "hall.gmdag"
+    write_gmdag(compile_source("procedural:hall:seed=1", CompileSettings(), resolution=32).asset, scene)
+    generate_keys(tmp_path / "keys")
+    keys = CurveKeys.load(tmp_path / "keys")
+    ports = [free_tcp_endpoint().rsplit(":", 1)[1] for _ in range(3)]
+    env = {
+        **os.environ,
+        "NAVI_ACTOR_SERVICE__SUB_ENDPOINT": f"tcp://localhost:{ports[0]}",
+        "NAVI_ACTOR_SERVICE__STEP_ENDPOINT": f"tcp://localhost:{ports[1]}",
+        "NAVI_ACTOR_SERVICE__PUB_ENDPOINT": f"tcp://127.0.0.1:{ports[2]}",
+        "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
+        "NAVI_ACTOR_TEMPORAL_CORE": "gru",
+        "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32",
+        "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
+        "NAVI_ACTOR_LOG_JSON": "true",
+        "NAVI_ENV_LOG_JSON": "true",
+    }
+    argv = [sys.executable, "-c", "from navi_actor.launcher import main; main()"]
+    launcher = subprocess.Popen(
+        [*argv, "--gmdag-file", str(scene), "--actors", "1", "--keys", str(tmp_path / "keys")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output = OutputWatcher(launcher)
+    pub = f"tcp://127.0.0.1:{ports[2]}"
+    try:
+        with Subscriber(pub, [topics.ACTION], curve=keys) as keyed, Subscriber(pub, [topics.ACTION]) as plain:
+            received = 0
+            while received < 3:
+                message = keyed.recv(timeout_ms=120_000)
+                assert message is not None, "the secure stack never acted"
+                received += isinstance(message[1], Action)
+            output.wait_for(r"\[brain\] .*actor\.service\.synced")
+            assert plain.recv(timeout_ms=1000) is None  # no key: nothing, while the keyed one kept receiving
+            assert keyed.recv(timeout_ms=30_000) is not None
+        launcher.send_signal(signal.SIGINT)
+        assert launcher.wait(timeout=15) == 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+
+
 @pytest.mark.parametrize("how", ["sigterm", "ctrl_c_to_the_terminal_group"])
 def test_navi_stack_stops_its_children_cleanly_and_exits_0(tmp_path: Path, how: str) -> None:
     """SIGTERM used to kill the launcher alone and leave the environment and the brain running; a

@@ -16,9 +16,13 @@ def test_topic_names_and_ports_match_the_design() -> None:
         "telemetry_event_v2",
     )
     assert (topics.ENV_PUB_PORT, topics.ENV_REP_PORT, topics.ACTOR_PUB_PORT) == (5559, 5560, 5557)
-    assert topics.ENV_PUB_BIND == "tcp://*:5559"
-    assert topics.ENV_REP_CONNECT == "tcp://127.0.0.1:5560"
-    assert topics.ACTOR_PUB_CONNECT == "tcp://127.0.0.1:5557"
+    assert topics.DASHBOARD_PORT == 8050
+    # Servers bind loopback by default; clients connect to localhost (issue 19).
+    assert topics.ENV_PUB_BIND == "tcp://127.0.0.1:5559"
+    assert topics.ENV_REP_BIND == "tcp://127.0.0.1:5560"
+    assert topics.ACTOR_PUB_BIND == "tcp://127.0.0.1:5557"
+    assert topics.ENV_REP_CONNECT == "tcp://localhost:5560"
+    assert topics.ACTOR_PUB_CONNECT == "tcp://localhost:5557"
 
 
 def test_every_topic_has_one_model() -> None:

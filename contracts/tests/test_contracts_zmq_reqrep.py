@@ -19,10 +19,10 @@ from navi_contracts import (
     StepResult,
     TelemetryEvent,
     WireModel,
-    decode,
+    decode_frames,
     encode,
+    encode_frames,
 )
-from navi_contracts.codec_frames import decode_frames, encode_frames
 from navi_contracts.samples import sample_action, sample_step_result, sample_telemetry
 from navi_contracts.zmq_util import new_socket
 
@@ -85,7 +85,7 @@ def _raw_exchange(endpoint: str, frames: list[bytes]) -> WireModel:
         sock.connect(endpoint)
         sock.send_multipart(frames)
         assert sock.poll(3000, zmq.POLLIN), "server did not answer"
-        return decode(sock.recv())
+        return decode_frames(sock.recv_multipart())
     finally:
         sock.close(linger=0)
 
@@ -93,11 +93,12 @@ def _raw_exchange(endpoint: str, frames: list[bytes]) -> WireModel:
 @pytest.mark.parametrize(
     ("frames", "code", "message"),
     [
-        ([b"\x00garbage\xff"], "bad_request", "malformed msgpack"),
-        ([b""], "bad_request", "truncated"),
-        ([b"\xde\xff\xff"], "bad_request", "container of 65535 entries exceeds the limit"),
-        ([b"one", b"two"], "bad_request", "malformed metadata frame"),
-        ([encode(sample_telemetry())], "wrong_kind", "expected StepRequest, got TelemetryEvent"),
+        ([b"\x00garbage\xff"], "bad_request", "malformed header frame"),
+        ([b""], "bad_request", "malformed header frame"),
+        ([b"\xde\xff\xff" + bytes(3 * 65535)], "bad_request", "exceeds max_map_len"),
+        ([b"one", b"two"], "bad_request", "malformed header frame"),
+        ([encode(sample_telemetry())], "bad_request", "malformed header frame"),  # one buffer, not frames
+        (encode_frames(sample_telemetry()), "wrong_kind", "expected StepRequest, got TelemetryEvent"),
     ],
 )
 def test_rep_loop_answers_garbage_and_keeps_serving(
@@ -141,11 +142,14 @@ def test_client_rejects_bad_settings(endpoint: str) -> None:
         ReqClient(endpoint, retries=-1)
 
 
-def test_multipart_requests_get_multipart_replies(endpoint: str, serve: Callable[..., Any]) -> None:
+@pytest.mark.parametrize("zero_copy", [False, True])
+def test_requests_and_replies_travel_as_frames(
+    endpoint: str, serve: Callable[..., Any], zero_copy: bool
+) -> None:
     request = StepRequest(request_id=4, actions=sample_action(batch=2))
     with (
         serve(endpoint, _step_handler),
-        ReqClient(endpoint, timeout_ms=2000, retries=0, multipart=True) as client,
+        ReqClient(endpoint, timeout_ms=2000, retries=0, multipart=zero_copy) as client,
     ):
         reply = client.request(request, expected=StepResult)
         assert reply.request_id == 4
@@ -157,5 +161,5 @@ def test_multipart_requests_get_multipart_replies(endpoint: str, serve: Callable
             frames = sock.recv_multipart()
         finally:
             sock.close(linger=0)
-        assert len(frames) > 1  # answered in the form it was asked
+        assert len(frames) > 1  # a header and the reply's arrays
         assert decode_frames(frames, expected=StepResult).request_id == 4

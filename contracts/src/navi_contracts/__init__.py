@@ -1,12 +1,13 @@
 """navi-contracts: the wire layer every Navi package speaks.
 
-Models (:mod:`~navi_contracts.models`), the msgpack codec (:mod:`~navi_contracts.codec`), topics and
-ports (:mod:`~navi_contracts.topics`), ZeroMQ helpers, the shared settings base and logging setup.
+Models (:mod:`~navi_contracts.models`), the codec (:mod:`~navi_contracts.codec`: a msgpack header
+frame plus raw array frames), topics and ports (:mod:`~navi_contracts.topics`), ZeroMQ helpers, the
+shared settings base and logging setup.
 See ``docs/contracts.md``.
 """
 
 from navi_contracts import topics
-from navi_contracts.codec import decode, default_limits, encode
+from navi_contracts.codec import decode, decode_frames, default_limits, encode, encode_frames
 from navi_contracts.errors import ContractError, NaviTransportError, PeerTimeoutError, RemoteError
 from navi_contracts.logging import configure_logging
 from navi_contracts.model_base import SCHEMA_VERSION, WireModel
@@ -53,8 +54,10 @@ __all__ = [
     "artifacts_root",
     "configure_logging",
     "decode",
+    "decode_frames",
     "default_limits",
     "encode",
+    "encode_frames",
     "free_tcp_endpoint",
     "repo_root",
     "topics",

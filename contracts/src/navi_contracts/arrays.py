@@ -164,38 +164,3 @@ _FLOAT32 = np.dtype(np.float32)
 _SMALL = 64
 _minimum = np.minimum.reduce
 _maximum = np.maximum.reduce
-
-
-def bind_dims(
-    fields: list[tuple[str, np.ndarray | None, tuple[tuple[int, str], ...]]], bound: dict[str, int]
-) -> dict[str, int]:
-    """Check that named dimensions agree across fields, binding them on first sight.
-
-    Args:
-        fields: (field name, array or None, named axes of its spec as ``(axis, name)`` pairs).
-        bound: names already bound (e.g. ``{"Az": 256, "El": 48}`` from ``matrix_shape``).
-
-    Returns:
-        The bindings, extended with every name seen.
-
-    Raises:
-        ValueError: a named dimension disagrees between fields.
-    """
-    bindings = dict(bound)
-    origin: dict[str, str] = {}
-    for field_name, array, axes in fields:
-        if array is None:
-            continue
-        shape = array.shape
-        for axis, dim in axes:
-            size = shape[axis]
-            known = bindings.get(dim)
-            if known is None:
-                bindings[dim] = size
-                origin[dim] = field_name
-            elif known != size:
-                raise ValueError(
-                    f"{field_name}: dimension {dim}={size} (shape {shape}) disagrees with "
-                    f"{dim}={known} from {origin.get(dim, 'declared')}"
-                )
-    return bindings

@@ -1,147 +1,385 @@
-"""msgpack codec for wire models, with zero-copy array decoding.
+"""The wire codec: one small msgpack header frame plus one raw frame per array.
 
-Wire format: one msgpack map ``{"kind", "schema_version", <fields>...}``; nested models are nested maps
-of the same form; every numpy array is ``{"dtype": "<f4", "shape": [..], "data": bin}`` (little-endian,
-C order).
+A message is the frames ``[header, array_0, array_1, ...]`` (after the topic frame on PUB/SUB), the
+pattern of pyzmq's ``serialsocket`` example. The header is a msgpack map
+``{"kind", "schema_version", <field>: <value>, ...}``: scalar fields as themselves, nested models as
+nested maps of the same form, every array as ``{"dtype": "<f4", "shape": [4, 256, 48]}``. Arrays take
+the frames after the header in the order the header lists them (depth first); their bytes are
+little-endian and C order.
 
-Encoding copies each large array exactly once: the msgpack framing is produced in small pieces and
-joined with the raw array buffers by one ``bytes.join``. Decoding copies nothing: :class:`MsgpackView`
-hands out ``bin`` payloads as slices of the received buffer and ``np.frombuffer`` wraps them, so
-decoded arrays are read-only and keep the buffer alive. The model walk and all validation are shared
-with the multipart form in :mod:`navi_contracts.codec_frames`.
+Nothing is copied: the encoder hands out read-only views of the model's arrays, the decoder wraps
+each received frame with ``np.ndarray(shape, dtype, buffer=frame)`` (read-only arrays that keep the
+frames alive). Untrusted
+input is checked before it is used: frame count and total size, header size and msgpack container
+sizes, then per array its dtype, rank, element count and batch against the limits and the frame's
+byte count against the shape, all before a single array exists. The model is then built the normal
+way, so a decoded message passes exactly the validation (value ranges, cross-field sizes) of one
+built in code. Any bad input raises :class:`~navi_contracts.errors.ContractError`, and only that.
+
+:func:`encode` / :func:`decode` carry the same frames as one buffer (recordings, replays):
+``b"NAVI"``, the frame count (u32), each frame's length (u64), then the frames, each starting at an
+8-byte aligned offset so numpy's checks run on aligned data.
 """
 
 from __future__ import annotations
 
+import struct
+import sys
+from collections.abc import Iterator, Sequence
+from functools import cache
 from typing import Any, TypeVar, overload
 
-from navi_contracts import codec_template
-from navi_contracts.codec_common import (
-    UNEXPECTED_DECODE_ERRORS,
-    as_byte_view,
-    as_contract_error,
-    decode_model,
-    default_limits,
-    model_class_for,
-    write_model,
-)
-from navi_contracts.codec_direct import compile_direct
-from navi_contracts.codec_pieces import PieceWriter
+import msgpack
+import numpy as np
+
+from navi_contracts.arrays import ArraySpec
 from navi_contracts.errors import ContractError
-from navi_contracts.fast_arrays import inline_data
-from navi_contracts.fast_build import FAST_PATH, fast_decode
-from navi_contracts.fast_encode import encode_by_plan
-from navi_contracts.model_base import WireModel
-from navi_contracts.msgpack_view import MsgpackView
+from navi_contracts.model_base import WireModel, array_specs, nested_models
+from navi_contracts.models import MODELS_BY_KIND
 from navi_contracts.settings import ContractLimits
 
 M = TypeVar("M", bound=WireModel)
+Frame = bytes | bytearray | memoryview
+
+MAX_ARRAY_FRAMES = 64
+"""More array frames than any model has; a message claiming more is refused before parsing."""
+MAX_HEADER_BYTES = 1 << 20
+"""The header holds no bulk data (a 1024-entry telemetry payload fits); capping it bounds the
+Python objects a hostile header can make the unpacker create."""
+ALLOWED_DTYPES = ("<f4", "<f8", "<i4", "<i8", "|b1", "|u1")
+"""Every dtype a wire array may declare; anything else is refused before looking at the data."""
+
+_ARRAY_KEYS = frozenset(("dtype", "shape"))
+_MAGIC = b"NAVI"
+_COUNT = struct.Struct("<4sI")  # magic, frame count
+_BIG_ENDIAN_HOST = sys.byteorder == "big"
+# Errors a malformed but well-framed header can still provoke (a non-str key passed as a keyword,
+# a number pydantic cannot take...); converted so callers only ever see ContractError.
+_UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
 
 
-def _decode_direct(
-    template: codec_template.Template,
-    fields: tuple[Any, ...],
-    view: memoryview,
-    expected: type[WireModel] | None,
-) -> WireModel | None:
-    """The model from the layout's direct decoder, or None where the full decode must decide."""
-    direct = template.direct
-    if direct is None:
-        return None
+@cache
+def default_limits() -> ContractLimits:
+    """The limits from the environment and ``.env``, read once per process."""
+    return ContractLimits()
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
+    """Serialise ``model`` as ``[header, array bytes...]``.
+
+    Args:
+        model: any wire model (already validated by construction).
+        copy: return each array's bytes as a copy, so the caller may write into its arrays while
+            the frames are still queued for sending. By default the frames are read-only views of
+            the model's arrays (zero copy).
+
+    Returns:
+        Frame 0 is the msgpack header; frames 1.. hold the arrays.
+    """
+    arrays: list[np.ndarray] = []
+    header = _header(model, arrays)
     try:
-        model = direct(fields, view)
-    except Exception:  # a failed check: the full decode below words the error
-        return None
-    if expected is not None and type(model) is not expected:
-        return None
-    return model
+        packed: bytes = msgpack.packb(header)
+    except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past uint64
+        raise ContractError(f"cannot encode {type(model).__name__}: {exc}") from exc
+    if copy:
+        return [packed, *(array.tobytes() for array in arrays)]
+    return [packed, *(array.data for array in arrays)]
+
+
+_SCALAR, _ARRAY, _NESTED = 0, 1, 2
+
+
+@cache
+def _field_roles(cls: type[WireModel]) -> tuple[tuple[str, int], ...]:
+    """(field name, scalar / array / nested model) for every field of ``cls``, in field order."""
+    specs, nested = array_specs(cls), nested_models(cls)
+    return tuple(
+        (name, _ARRAY if name in specs else _NESTED if name in nested else _SCALAR)
+        for name in cls.model_fields
+    )
+
+
+def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
+    """The header map of ``model``; its arrays (C order, little-endian) are appended to ``arrays``."""
+    cls = type(model)
+    if not isinstance(model, WireModel) or not cls.WIRE_KIND:
+        raise ContractError(f"can only encode wire models, got {cls.__name__}")
+    values = model.__dict__
+    header: dict[str, Any] = {"kind": cls.WIRE_KIND}
+    for name, role in _field_roles(cls):
+        value = values[name]
+        if value is None or role == _SCALAR:
+            header[name] = value
+        elif role == _ARRAY:
+            dtype = value.dtype.str
+            if dtype[0] not in "<|" or not value.flags.c_contiguous:
+                value = _wire_array(value)
+                dtype = value.dtype.str
+            header[name] = {"dtype": dtype, "shape": list(value.shape)}
+            arrays.append(value)
+        else:
+            header[name] = _header(value, arrays)
+    return header
+
+
+def _wire_array(array: np.ndarray) -> np.ndarray:
+    """A C-ordered little-endian copy of ``array`` (for strided or big-endian arrays only)."""
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
 
 
 def encode(model: WireModel) -> bytes:
-    """Serialise a wire model to msgpack bytes.
+    """Serialise ``model`` into one buffer (the frames of :func:`encode_frames`, joined).
 
     Args:
-        model: any :class:`WireModel` instance (already validated by construction).
+        model: any wire model.
 
     Returns:
-        The payload bytes (one copy of each array's data).
+        The bytes (one copy of each array), for storing or :meth:`Publisher.publish_raw`.
     """
-    payload = encode_by_plan(model)
-    if payload is not None:
-        return payload
-    writer = PieceWriter()
-    write_model(writer, model)
-    return writer.finish()
+    return join_frames(encode_frames(model))
 
 
-_INLINE_KEYS = frozenset(("dtype", "shape", "data"))
+def join_frames(frames: Sequence[Frame]) -> bytes:
+    """Join a message's frames into one buffer: magic, count, lengths, then 8-byte aligned frames."""
+    lengths = [memoryview(frame).nbytes for frame in frames]
+    parts: list[Frame] = [_COUNT.pack(_MAGIC, len(frames)), struct.pack(f"<{len(frames)}Q", *lengths)]
+    for frame, length in zip(frames, lengths, strict=True):
+        parts.append(frame)
+        if length % 8:
+            parts.append(bytes(8 - length % 8))
+    return b"".join(parts)
 
 
-def _inline_data(where: str, name: str, raw: dict[str, Any]) -> Any:
-    if raw.keys() != _INLINE_KEYS:
-        raise ContractError(f"{where}.{name}: an array must be a map with keys dtype, shape, data")
-    data = raw["data"]
-    if type(data) is not memoryview:
-        raise ContractError(f"{where}.{name}: data must be msgpack bin")
-    return data
+# --------------------------------------------------------------------------- decoding
+
+
+def _byte_view(data: Any) -> memoryview:
+    """``data`` as a flat byte memoryview (no copy); anything else is a ContractError."""
+    if type(data) is memoryview and data.format == "B" and data.ndim == 1 and data.c_contiguous:
+        return data  # the common case (a received ZeroMQ frame): nothing to convert
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise ContractError(f"expected bytes, bytearray or memoryview, got {type(data).__name__}") from None
+    if not view.c_contiguous:
+        raise ContractError("a frame must be a contiguous buffer")
+    return view.cast("B") if view.nbytes else memoryview(b"")
+
+
+def split_frames(data: Frame) -> list[memoryview]:
+    """The frames inside a buffer made by :func:`encode` / :func:`join_frames` (views, no copy).
+
+    Raises:
+        ContractError: not such a buffer, truncated, or with bytes after the last frame.
+    """
+    view = _byte_view(data)
+    if len(view) < _COUNT.size:
+        raise ContractError(f"truncated message: {len(view)} bytes")
+    magic, count = _COUNT.unpack_from(view)
+    if magic != _MAGIC:
+        raise ContractError(f"not a Navi message: starts with {bytes(view[:4])!r}, not {_MAGIC!r}")
+    if not 1 <= count <= 1 + MAX_ARRAY_FRAMES:
+        raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {count}")
+    start = _COUNT.size + 8 * count
+    if len(view) < start:
+        raise ContractError(f"truncated message: {len(view)} bytes cannot hold {count} frame lengths")
+    frames = []
+    for length in struct.unpack_from(f"<{count}Q", view, _COUNT.size):
+        if start + length > len(view):
+            raise ContractError(f"truncated message: a frame of {length} bytes runs past the end")
+        frames.append(view[start : start + length])
+        start += length + (-length % 8)
+    if start != len(view):
+        raise ContractError(f"{len(view) - start} trailing bytes after the last frame")
+    return frames
 
 
 @overload
-def decode(
-    data: bytes | bytearray | memoryview, expected: type[M], limits: ContractLimits | None = None
-) -> M: ...
+def decode(data: Frame, expected: type[M], limits: ContractLimits | None = None) -> M: ...
 @overload
+def decode(data: Frame, expected: None = None, limits: ContractLimits | None = None) -> WireModel: ...
 def decode(
-    data: bytes | bytearray | memoryview, expected: None = None, limits: ContractLimits | None = None
-) -> WireModel: ...
-def decode(
-    data: bytes | bytearray | memoryview,
-    expected: type[WireModel] | None = None,
-    limits: ContractLimits | None = None,
+    data: Frame, expected: type[WireModel] | None = None, limits: ContractLimits | None = None
 ) -> WireModel:
-    """Decode untrusted bytes into a validated wire model.
+    """Decode a buffer made by :func:`encode` into a validated model (arrays view ``data``).
 
     Args:
-        data: the payload. Decoded arrays are read-only views into it (zero copy).
-        expected: the model class the caller needs; any other kind is refused.
+        data: the untrusted bytes.
+        expected: the model class required; any other kind is refused.
         limits: size limits; default: :func:`default_limits`.
 
     Returns:
         The model, validated exactly as on construction.
 
     Raises:
-        ContractError: for any malformed, truncated, oversized, wrongly typed, wrong-shape,
-            wrong-kind or wrong-version payload (and only this error).
+        ContractError: for anything malformed, and only this error.
     """
     limits = limits or default_limits()
-    view = as_byte_view(data)
+    view = _byte_view(data)
     if len(view) > limits.max_message_bytes:
         raise ContractError(f"message of {len(view)} bytes exceeds the limit of {limits.max_message_bytes}")
+    return decode_frames(split_frames(view), expected, limits)
+
+
+@overload
+def decode_frames(frames: Sequence[Frame], expected: type[M], limits: ContractLimits | None = None) -> M: ...
+@overload
+def decode_frames(
+    frames: Sequence[Frame], expected: None = None, limits: ContractLimits | None = None
+) -> WireModel: ...
+def decode_frames(
+    frames: Sequence[Frame], expected: type[WireModel] | None = None, limits: ContractLimits | None = None
+) -> WireModel:
+    """Decode ``[header, array bytes...]`` into a validated model (arrays are zero-copy views).
+
+    Args:
+        frames: the received frames (after the topic).
+        expected: the model class required; any other kind is refused.
+        limits: size limits; default: :func:`default_limits`.
+
+    Returns:
+        The model, validated exactly as on construction.
+
+    Raises:
+        ContractError: for anything malformed (also missing or unreferenced frames), and only this.
+    """
+    limits = limits or default_limits()
+    if not 1 <= len(frames) <= 1 + MAX_ARRAY_FRAMES:
+        raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {len(frames)}")
+    views = [_byte_view(frame) for frame in frames]
+    total = sum(map(len, views))
+    if total > limits.max_message_bytes:
+        raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")
+    header = _unpack_header(views[0], limits)
+    array_frames = iter(views[1:])
     try:
-        hit = codec_template.match(view, limits) if FAST_PATH.enabled else None
-        raw = None
-        if hit is not None:
-            model = _decode_direct(*hit, view, expected)
-            if model is not None:
-                return model
-            raw = codec_template.rebuild(*hit, view)  # the map the full decode below words errors from
-        learn = raw is None
-        if learn:
-            reader = MsgpackView(
-                view, max_container=max(limits.max_payload_entries, 64), max_str_bytes=limits.max_string_bytes
-            )
-            raw = reader.read_all()
-        cls = model_class_for(raw, expected)
-        model = fast_decode(cls, raw, limits, inline_data)
-        if model is None:
-            return decode_model(raw, cls, limits, cls.__name__, _inline_data)
-        if learn:  # a layout the fast path accepts: later payloads like it skip the walk
-            codec_template.learn(view, limits)
-        elif hit is not None and not hit[0].direct_tried:  # the fast path accepted this layout
-            hit[0].direct_tried = True
-            hit[0].direct = compile_direct(hit[0], cls)
-        return model
+        cls = _model_class(header, expected)
+        model = cls(**_decode_fields(header, cls, limits, array_frames, cls.__name__))
     except ContractError:
         raise
-    except UNEXPECTED_DECODE_ERRORS as exc:
-        raise as_contract_error(exc) from exc
+    except _UNEXPECTED as exc:
+        raise ContractError(f"undecodable message: {type(exc).__name__}: {exc}") from exc
+    unused = len(list(array_frames))
+    if unused:
+        raise ContractError(f"{unused} array frames were not referenced by the header")
+    return model
+
+
+def _unpack_header(view: memoryview, limits: ContractLimits) -> Any:
+    """The header frame as Python objects, parsed by the C unpacker within limits."""
+    if len(view) > MAX_HEADER_BYTES:
+        raise ContractError(f"header frame of {len(view)} bytes exceeds {MAX_HEADER_BYTES}")
+    container = max(limits.max_payload_entries, 64)
+    try:
+        return msgpack.unpackb(
+            view,
+            max_bin_len=0,  # the header never carries binary data
+            max_ext_len=0,
+            max_str_len=limits.max_string_bytes,
+            max_array_len=container,
+            max_map_len=container,
+        )
+    except (ValueError, TypeError, RecursionError) as exc:  # msgpack's errors are ValueError subclasses
+        raise ContractError(f"malformed header frame: {type(exc).__name__}: {exc}") from exc
+
+
+def _model_class(header: Any, expected: type[WireModel] | None) -> type[WireModel]:
+    """The model class the header's ``kind`` names, checked against ``expected``."""
+    if type(header) is not dict:
+        raise ContractError(f"header must be a msgpack map, got {type(header).__name__}")
+    kind = header.get("kind")
+    cls = MODELS_BY_KIND.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ContractError(f"unknown message kind {kind!r} (known: {sorted(MODELS_BY_KIND)})")
+    if expected is not None and cls is not expected:
+        raise ContractError(f"expected kind {expected.WIRE_KIND!r}, got {kind!r}")
+    return cls
+
+
+def _decode_fields(
+    raw: Any, cls: type[WireModel], limits: ContractLimits, frames: Iterator[memoryview], where: str
+) -> dict[str, Any]:
+    """``cls``'s fields from its header map: arrays wrap the next ``frames``, nested models stay maps.
+
+    Nested maps are left for pydantic to build when the outer model is validated, so errors name
+    their full path (``DistanceMatrix.poses.yaw: ...``) and each model's checks run once.
+    """
+    if type(raw) is not dict:
+        raise ContractError(f"{where}: expected a {cls.WIRE_KIND} map, got {type(raw).__name__}")
+    kind = raw.pop("kind", None)
+    if kind != cls.WIRE_KIND:
+        raise ContractError(f"{where}: expected kind {cls.WIRE_KIND!r}, got {kind!r}")
+    version = raw.get("schema_version")
+    if version != cls.SCHEMA_VERSION:
+        raise ContractError(
+            f"{where}: {cls.WIRE_KIND} schema_version mismatch: "
+            f"expected {cls.SCHEMA_VERSION}, got {version!r}"
+        )
+    specs, nested = array_specs(cls), nested_models(cls)
+    for name, value in raw.items():
+        if value is None:
+            continue
+        if name in specs:
+            raw[name] = _decode_array(
+                where, name, value, specs[name], limits=limits, frame=next(frames, None)
+            )
+        elif name in nested:
+            raw[name] = _decode_fields(value, nested[name], limits, frames, f"{where}.{name}")
+        elif type(value) is bytes:
+            raise ContractError(f"{where}.{name}: unexpected binary value")
+    if len(raw.get("payload") or ()) > limits.max_payload_entries:
+        raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
+    return raw
+
+
+def _decode_array(
+    where: str, name: str, raw: Any, spec: ArraySpec, *, limits: ContractLimits, frame: memoryview | None
+) -> np.ndarray:
+    """Check an array's description against ``spec``, the limits and its frame; view the frame."""
+    # Runs for every array of every message: plain checks first, messages only on failure.
+    if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != spec.wire_dtype:
+        raise _array_error(f"{where}.{name}", raw, spec)
+    shape = raw.get("shape")
+    if type(shape) is not list or len(shape) != len(spec.dims):
+        raise _array_error(f"{where}.{name}", raw, spec)
+    count = 1
+    for size in shape:
+        if type(size) is not int or size < 0:
+            raise _array_error(f"{where}.{name}", raw, spec)
+        count *= size
+    if count > limits.max_array_elements:
+        raise ContractError(
+            f"{where}.{name}: shape {shape} has {count} elements, limit is {limits.max_array_elements}"
+        )
+    if spec.dims[0] == "B" and shape[0] > limits.max_batch:
+        raise ContractError(f"{where}.{name}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
+    dtype = spec.np_dtype
+    if frame is None or len(frame) != count * dtype.itemsize:
+        got = "no frame" if frame is None else f"{len(frame)} bytes"
+        raise ContractError(
+            f"{where}.{name}: frame has {got}, shape {shape} of {dtype.name} needs {count * dtype.itemsize}"
+        )
+    array: np.ndarray = np.ndarray(shape, dtype, frame)  # zero copy: a read-only view of the frame
+    if dtype.kind == "b" and count and np.maximum.reduce(array.view(np.uint8), axis=None) > 1:
+        raise ContractError(f"{where}.{name}: bool data must be bytes 0 or 1")
+    return array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
+
+
+def _array_error(field: str, raw: Any, spec: ArraySpec) -> ContractError:
+    """Why an array description failed the checks of :func:`_decode_array` (built on failure only)."""
+    if type(raw) is not dict or raw.keys() != _ARRAY_KEYS:
+        return ContractError(f"{field}: an array must be a map with keys dtype, shape")
+    dtype, shape = raw["dtype"], raw["shape"]
+    if dtype not in ALLOWED_DTYPES:
+        return ContractError(f"{field}: dtype {dtype!r} is not allowed (allowed: {list(ALLOWED_DTYPES)})")
+    if dtype != spec.wire_dtype:
+        return ContractError(f"{field}: dtype must be {spec.np_dtype.name}, got {np.dtype(dtype).name}")
+    if type(shape) is not list or len(shape) != len(spec.dims):
+        return ContractError(
+            f"{field}: expected {len(spec.dims)} dimensions {spec.dims}, got shape {shape!r}"
+        )
+    return ContractError(f"{field}: shape must hold non-negative ints, got {shape}")

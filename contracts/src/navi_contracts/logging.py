@@ -86,16 +86,60 @@ def log_to_file(path: Path) -> Iterator[Path]:
             _TEE.remove(stream)
 
 
-def configure_logging(level: str = "info", json: bool | None = None, production: bool = True) -> None:
+class _ConsoleFloor:
+    """Drops events below a level from the console only (after the file tee has copied them)."""
+
+    def __init__(self, level: str) -> None:
+        self._floor = _LEVELS[level]
+
+    def __call__(self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> Any:
+        if _LEVELS.get(str(event_dict.get("level", method_name)), logging.INFO) < self._floor:
+            raise structlog.DropEvent
+        return event_dict
+
+
+class _Lines(list[str]):
+    """An in-memory "file" for the tee: each written event line is kept."""
+
+    def write(self, line: str) -> None:
+        self.append(line)
+
+    def flush(self) -> None:
+        """Nothing to flush: the lines are in memory."""
+
+
+@contextlib.contextmanager
+def remembering_events() -> Iterator[list[str]]:
+    """Keep every log event of this process emitted inside the block, as JSON lines, in a list.
+
+    For a log file that can only be opened later: a trainer's run folder is named after the model it
+    builds, so the events of building the environment are written into it once it exists.
+    """
+    _ensure_tee()
+    lines = _Lines()
+    _TEE.add(lines)
+    try:
+        yield lines
+    finally:
+        _TEE.remove(lines)
+
+
+def configure_logging(
+    level: str = "info", json: bool | None = None, production: bool = True, console_level: str | None = None
+) -> None:
     """Configure structlog for this process.
 
     Args:
         level: minimum level name (debug, info, warning, error).
         json: force JSON (True) or console (False) rendering; None picks JSON unless stderr is a TTY.
         production: cache loggers on first use (faster; not for tests).
+        console_level: a higher floor for the console alone: files opened with :func:`log_to_file`
+            still get every event from ``level`` up (a trainer on a terminal shows its progress line
+            and warnings, while its run folder keeps the whole structured log).
     """
     if level.lower() not in _LEVELS:
         raise ValueError(f"unknown log level {level!r}; expected one of {sorted(_LEVELS)}")
+    floor: list[structlog.typing.Processor] = [_ConsoleFloor(console_level)] if console_level else []
     use_json = (not sys.stderr.isatty()) if json is None else json
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer()
@@ -108,6 +152,7 @@ def configure_logging(level: str = "info", json: bool | None = None, production:
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
             _TEE,
+            *floor,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level.lower()]),

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from navi_contracts.arrays import ArraySpec, bind_dims
+from navi_contracts.arrays import ArraySpec
 from navi_contracts.errors import ContractError
 
 SCHEMA_VERSION = 2
@@ -70,52 +70,34 @@ class WireModel(BaseModel):
         Returns:
             Name -> size for every named dimension (``B`` is the batch size).
         """
-        # Runs on every model construction and decode: generated straight-line code binds the
-        # names; only a mismatch goes through bind_dims, which words the error (naming the field
-        # that bound the size first).
-        bindings = _dims_checker(type(self))(self.__dict__, bound)
-        if bindings is None:
-            fields = [
-                (field, getattr(self, field), spec.named_axes)
-                for field, spec in array_specs(type(self)).items()
-            ]
-            return bind_dims(fields, bound or {})
+        bindings = dict(bound) if bound else {}
+        values = self.__dict__
+        for name, spec in array_specs(type(self)).items():
+            array = values[name]
+            if array is None:
+                continue
+            for axis, dim in spec.named_axes:
+                if bindings.setdefault(dim, array.shape[axis]) != array.shape[axis]:
+                    raise ValueError(self._dims_error(name, dim, bound or {}))
         return bindings
 
-
-DimsChecker = typing.Callable[[dict[str, Any], "dict[str, int] | None"], "dict[str, int] | None"]
-
-
-@cache
-def _dims_checker(model: type[WireModel]) -> DimsChecker:
-    """``check(values, bound) -> bindings``, or None on a mismatch, generated for ``model``."""
-    named = _named_axes(model)
-    names = sorted({dim for _, axes in named for _, dim in axes})
-    local = {dim: f"n_{index}" for index, dim in enumerate(names)}
-    lines = ["def check(values, bound):"]
-    lines += [f"    {local[dim]} = bound.get({dim!r}) if bound else None" for dim in names]
-    for field, axes in named:
-        lines += [f"    a = values[{field!r}]", "    if a is not None:", "        s = a.shape"]
-        for axis, dim in axes:
-            var = local[dim]
-            lines += [
-                f"        if {var} is None:",
-                f"            {var} = s[{axis}]",
-                f"        elif {var} != s[{axis}]:",
-                "            return None",
-            ]
-    lines.append("    bindings = dict(bound) if bound else {}")
-    lines += [f"    if {local[dim]} is not None:\n        bindings[{dim!r}] = {local[dim]}" for dim in names]
-    lines.append("    return bindings")
-    namespace: dict[str, Any] = {}
-    exec("\n".join(lines), namespace)  # generated from the class's own array specs
-    return namespace["check"]  # type: ignore[no-any-return]
-
-
-@cache
-def _named_axes(model: type[WireModel]) -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
-    """(field, named axes) for the array fields of ``model`` that have named axes."""
-    return tuple((name, spec.named_axes) for name, spec in array_specs(model).items() if spec.named_axes)
+    def _dims_error(self, field: str, dim: str, bound: dict[str, int]) -> str:
+        """Which field (or ``bound``) fixed ``dim`` first and how ``field`` disagrees (on failure only)."""
+        specs = array_specs(type(self))
+        shape = getattr(self, field).shape
+        size = next(shape[axis] for axis, name in specs[field].named_axes if name == dim)
+        origin, known = (
+            ("declared", bound[dim])
+            if dim in bound
+            else next(
+                (name, getattr(self, name).shape[axis])
+                for name, spec in specs.items()
+                if getattr(self, name) is not None
+                for axis, named in spec.named_axes
+                if named == dim
+            )
+        )
+        return f"{field}: dimension {dim}={size} (shape {shape}) disagrees with {dim}={known} from {origin}"
 
 
 @cache

@@ -6,6 +6,7 @@ version never even receives our messages on a subscription, which is safer than 
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -19,20 +20,27 @@ TELEMETRY_EVENT = "telemetry_event_v2"
 
 ALL_TOPICS: tuple[str, ...] = (DISTANCE_MATRIX, ACTION, STEP_REQUEST, STEP_RESULT, TELEMETRY_EVENT)
 
+LOOPBACK = "127.0.0.1"
+"""Where every server binds by default: nothing listens beyond this machine unless asked."""
+LOCALHOST = "localhost"
+"""Where every client connects by default."""
+
 ENV_PUB_PORT = 5559
 """Environment server PUB: DistanceMatrix observations."""
 ENV_REP_PORT = 5560
 """Environment server REP: StepRequest -> StepResult."""
 ACTOR_PUB_PORT = 5557
 """Actor PUB: Action, TelemetryEvent, and actor-0's DistanceMatrix (B=1) for the dashboard."""
+DASHBOARD_PORT = 8050
+"""Dashboard web server (HTTP + websocket)."""
 
 
-def bind_endpoint(port: int, host: str = "*") -> str:
-    """The TCP endpoint a server binds, e.g. ``tcp://*:5559``.
+def bind_endpoint(port: int, host: str = LOOPBACK) -> str:
+    """The TCP endpoint a server binds, e.g. ``tcp://127.0.0.1:5559``.
 
     Args:
         port: TCP port, 1..65535.
-        host: interface to bind (``*`` = all interfaces).
+        host: interface to bind (default loopback; ``0.0.0.0`` or ``*`` = every interface).
 
     Returns:
         The ZeroMQ endpoint string.
@@ -42,8 +50,8 @@ def bind_endpoint(port: int, host: str = "*") -> str:
     return f"tcp://{host}:{port}"
 
 
-def connect_endpoint(port: int, host: str = "127.0.0.1") -> str:
-    """The TCP endpoint a client connects to, e.g. ``tcp://127.0.0.1:5559``.
+def connect_endpoint(port: int, host: str = LOCALHOST) -> str:
+    """The TCP endpoint a client connects to, e.g. ``tcp://localhost:5559``.
 
     Args:
         port: TCP port, 1..65535.
@@ -55,6 +63,43 @@ def connect_endpoint(port: int, host: str = "127.0.0.1") -> str:
     if not 0 < port < 65536:
         raise ValueError(f"port must be in 1..65535, got {port}")
     return f"tcp://{host}:{port}"
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost``, ``127.x.x.x``, ``::1`` (bracketed or not) and the ``lo`` interface."""
+    host = host.strip("[]").lower()
+    if host in {"localhost", "lo"}:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_host(endpoint: str) -> str | None:
+    """The host part of a ``tcp://host:port`` endpoint; None for ``ipc://``/``inproc://`` (never remote)."""
+    scheme, sep, address = endpoint.partition("://")
+    if not sep or scheme != "tcp":
+        return None
+    host = address.rsplit(":", 1)[0]
+    return host.split(";")[-1]  # "tcp://src;dst:port" connects from src to dst
+
+
+def is_local_endpoint(endpoint: str) -> bool:
+    """True when a socket bound to ``endpoint`` cannot be reached from another machine."""
+    host = endpoint_host(endpoint)
+    return host is None or is_loopback_host(host)
+
+
+def with_host(endpoint: str, host: str) -> str:
+    """``endpoint`` with its TCP host replaced, e.g. to listen on ``0.0.0.0`` (``--listen``).
+
+    Non-TCP endpoints are returned unchanged.
+    """
+    scheme, sep, address = endpoint.partition("://")
+    if not sep or scheme != "tcp" or ":" not in address:
+        return endpoint
+    return f"tcp://{host}:{address.rsplit(':', 1)[1]}"
 
 
 ENV_PUB_BIND = bind_endpoint(ENV_PUB_PORT)

@@ -1,8 +1,7 @@
 """Publish/subscribe helpers: a never-blocking publisher and a per-topic conflating subscriber.
 
-Messages are ``[topic, payload]`` with ``payload = encode(model)``, or, from a publisher created with
-``multipart=True``, ``[topic, metadata, array frames...]`` (:mod:`navi_contracts.codec_frames`, no
-copy of the arrays on either side). Subscribers accept both forms. ZeroMQ's own
+Messages are ``[topic, header, array frames...]`` (:mod:`navi_contracts.codec`; the subscriber
+wraps the received array frames without copying them). ZeroMQ's own
 ``CONFLATE`` option cannot serve live views: it breaks multipart messages and keeps one message over
 *all* topics, so a burst of telemetry would hide the latest observation. ``Subscriber(latest_only=True)``
 instead drains what has arrived and keeps the newest message of each topic.
@@ -17,18 +16,20 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import zmq
 
-from navi_contracts.codec import default_limits, encode
-from navi_contracts.codec_frames import decode_message, encode_message
+from navi_contracts.codec import decode_frames, default_limits, encode_frames, join_frames, split_frames
 from navi_contracts.errors import ContractError, PeerTimeoutError
 from navi_contracts.model_base import WireModel
 from navi_contracts.settings import ContractLimits
 from navi_contracts.topics import TOPIC_MODELS
-from navi_contracts.zmq_util import ClosableSocket, bind_with_retry, new_socket, remaining_ms
+from navi_contracts.zmq_util import ClosableSocket, attach, new_socket, remaining_ms
+
+if TYPE_CHECKING:
+    from navi_contracts.curve import CurveKeys
 
 log = structlog.get_logger()
 
@@ -44,27 +45,34 @@ class Publisher(ClosableSocket):
     """Publishes wire models on topics; never blocks the caller.
 
     Args:
-        endpoint: ZeroMQ endpoint, e.g. ``tcp://*:5559``.
+        endpoint: ZeroMQ endpoint, e.g. ``tcp://127.0.0.1:5559``.
         bind: bind (servers) or connect (e.g. to a forwarding proxy).
         send_hwm: messages queued per subscriber before ZeroMQ drops new ones for it.
-        multipart: send ``[topic, metadata, arrays...]`` without copying the arrays. ZeroMQ then
+        multipart: send the model's arrays without copying them (zero copy). ZeroMQ then
             reads the model's arrays after ``publish`` returns: never write into an array you
             handed to a published model (models normally view, not copy, your arrays).
+        curve: CURVE keys (secure mode): only allowlisted subscribers receive anything.
     """
 
     def __init__(
-        self, endpoint: str, bind: bool = True, send_hwm: int = 100, multipart: bool = False
+        self,
+        endpoint: str,
+        bind: bool = True,
+        send_hwm: int = 100,
+        multipart: bool = False,
+        *,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.multipart = multipart
-        self._socket = new_socket(zmq.XPUB)
-        self._socket.setsockopt(zmq.SNDHWM, send_hwm)
+        self._socket = new_socket(zmq.XPUB, send_hwm=send_hwm)
         self._socket.setsockopt(zmq.XPUB_VERBOSE, 1)  # pass every subscription notice, not only the first
         self._subscriptions: Counter[bytes] = Counter()
-        if bind:
-            bind_with_retry(self._socket, endpoint)
-        else:
-            self._socket.connect(endpoint)
+        try:
+            attach(self._socket, endpoint, bind=bind, curve=curve)
+        except BaseException:
+            self.close()
+            raise
 
     def publish(self, topic: str, model: WireModel) -> bool:
         """Encode and publish ``model`` on ``topic``.
@@ -82,19 +90,24 @@ class Publisher(ClosableSocket):
         expected = TOPIC_MODELS.get(topic)
         if expected is not None and type(model) is not expected:
             raise ContractError(f"topic {topic!r} carries {expected.__name__}, not {type(model).__name__}")
-        return self._send([topic.encode(), *encode_message(model, self.multipart)])
+        return self._send([topic.encode(), *encode_frames(model, copy=not self.multipart)])
 
     def publish_raw(self, topic: str, payload: bytes | memoryview) -> bool:
         """Publish already-encoded bytes (stream replay).
 
         Args:
             topic: topic name.
-            payload: encoded model bytes.
+            payload: bytes from :func:`~navi_contracts.codec.encode` or :meth:`Subscriber.recv_raw`;
+                anything else goes out as one frame, as is, for the receivers to refuse.
 
         Returns:
             True when handed to ZeroMQ, False when it refused without blocking.
         """
-        return self._send([topic.encode(), payload])
+        try:
+            frames: list[Any] = split_frames(payload)
+        except ContractError:
+            frames = [payload]
+        return self._send([topic.encode(), *frames])
 
     def _send(self, frames: list[Any]) -> bool:
         self._drain_notices(0)
@@ -164,6 +177,7 @@ class Subscriber(ClosableSocket):
         limits: decoding limits; default: :func:`navi_contracts.codec.default_limits`.
         recv_hwm: messages ZeroMQ buffers before dropping; default 1000 in order, 32 latest-only
             (a live view needs no backlog, and 1000 observations would be ~640 MB).
+        curve: CURVE keys (secure mode), as a client (or as the server with ``bind=True``).
     """
 
     def __init__(
@@ -175,21 +189,25 @@ class Subscriber(ClosableSocket):
         bind: bool = False,
         limits: ContractLimits | None = None,
         recv_hwm: int | None = None,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.endpoints = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         self.latest_only = latest_only
         self.dropped = 0
         self._limits = limits or default_limits()
         self._pending: dict[str, Any] = {}
-        self._socket = new_socket(zmq.SUB)
-        self._socket.setsockopt(zmq.RCVHWM, recv_hwm or (_LATEST_ONLY_HWM if latest_only else _ORDERED_HWM))
+        self._socket = new_socket(
+            zmq.SUB,
+            max_message_bytes=self._limits.max_message_bytes,
+            recv_hwm=recv_hwm or (_LATEST_ONLY_HWM if latest_only else _ORDERED_HWM),
+        )
         for topic in [""] if topics is None else topics:
             self._socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
-        for endpoint in self.endpoints:
-            if bind:
-                bind_with_retry(self._socket, endpoint)
-            else:
-                self._socket.connect(endpoint)
+        try:
+            attach(self._socket, self.endpoints, bind=bind, curve=curve)
+        except BaseException:
+            self.close()
+            raise
 
     def recv(self, timeout_ms: int) -> tuple[str, WireModel] | None:
         """The next decoded message, skipping (and logging) malformed ones.
@@ -207,7 +225,7 @@ class Subscriber(ClosableSocket):
                 return None
             topic, frames = item
             try:
-                model = decode_message(
+                model = decode_frames(
                     [frame.buffer for frame in frames], expected=TOPIC_MODELS.get(topic), limits=self._limits
                 )
             except ContractError as exc:
@@ -218,8 +236,8 @@ class Subscriber(ClosableSocket):
     def recv_raw(self, timeout_ms: int) -> tuple[str, bytes] | None:
         """The next message's topic and payload bytes (for recorders).
 
-        Single-payload messages come back untouched (not decoded); multipart ones are decoded and
-        re-encoded into the single-payload form, so a recording holds one format.
+        The frames come back joined into one buffer as :func:`~navi_contracts.codec.encode` makes
+        it, not decoded (:func:`~navi_contracts.codec.decode` reads it).
 
         Args:
             timeout_ms: longest wait in milliseconds.
@@ -227,18 +245,11 @@ class Subscriber(ClosableSocket):
         Returns:
             ``(topic, payload)``, or None when nothing arrived in time.
         """
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            item = self._next(remaining_ms(deadline))
-            if item is None:
-                return None
-            topic, frames = item
-            if len(frames) == 1:
-                return topic, frames[0].bytes
-            try:  # normalise the multipart form to the single payload a recorder stores
-                return topic, encode(decode_message([frame.buffer for frame in frames], limits=self._limits))
-            except ContractError as exc:
-                self._drop(topic, str(exc))
+        item = self._next(timeout_ms)
+        if item is None:
+            return None
+        topic, frames = item
+        return topic, join_frames([frame.buffer for frame in frames])
 
     def _next(self, timeout_ms: int) -> tuple[str, Any] | None:
         deadline = time.monotonic() + timeout_ms / 1000

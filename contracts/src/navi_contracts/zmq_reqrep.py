@@ -14,18 +14,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 import zmq
 
-from navi_contracts.codec import default_limits
-from navi_contracts.codec_frames import decode_message, encode_message
+from navi_contracts.codec import decode_frames, default_limits, encode_frames
 from navi_contracts.errors import ContractError, PeerTimeoutError, RemoteError
 from navi_contracts.model_base import WireModel
 from navi_contracts.models import ErrorReply
 from navi_contracts.settings import ContractLimits
-from navi_contracts.zmq_util import ClosableSocket, bind_with_retry, new_socket
+from navi_contracts.zmq_util import ClosableSocket, attach, new_socket
+
+if TYPE_CHECKING:
+    from navi_contracts.curve import CurveKeys
 
 log = structlog.get_logger()
 
@@ -33,6 +35,9 @@ M = TypeVar("M", bound=WireModel)
 Handler = Callable[[WireModel], WireModel]
 
 _MESSAGE_MAX = 4000  # error text sent back; the full detail stays in the server log
+REP_RECV_HWM = 16
+"""Requests a REP server queues per peer: a REQ peer has at most one in flight, so this bounds only
+what a misbehaving (DEALER) peer can make the server hold."""
 
 
 class ReqClient(ClosableSocket):
@@ -43,7 +48,8 @@ class ReqClient(ClosableSocket):
         timeout_ms: wait per attempt, in milliseconds.
         retries: extra attempts after the first one times out.
         limits: decoding limits for replies; default: :func:`navi_contracts.codec.default_limits`.
-        multipart: send requests in the zero-copy multipart form (the server answers in kind).
+        multipart: send the request's arrays without copying them (zero copy).
+        curve: CURVE keys (secure mode): the client key pair and the server's public key.
     """
 
     def __init__(
@@ -53,6 +59,8 @@ class ReqClient(ClosableSocket):
         retries: int = 2,
         limits: ContractLimits | None = None,
         multipart: bool = False,
+        *,
+        curve: CurveKeys | None = None,
     ) -> None:
         if timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be > 0, got {timeout_ms}")
@@ -63,11 +71,16 @@ class ReqClient(ClosableSocket):
         self.retries = retries
         self.multipart = multipart
         self._limits = limits or default_limits()
+        self._curve = curve
         self._socket = self._new_socket()
 
     def _new_socket(self) -> zmq.Socket[Any]:
-        sock = new_socket(zmq.REQ)
-        sock.connect(self.endpoint)
+        sock = new_socket(zmq.REQ, max_message_bytes=self._limits.max_message_bytes)
+        try:
+            attach(sock, self.endpoint, bind=False, curve=self._curve)
+        except BaseException:
+            sock.close(linger=0)
+            raise
         return sock
 
     def _reset_socket(self) -> None:
@@ -89,12 +102,12 @@ class ReqClient(ClosableSocket):
             RemoteError: the server answered with an ``ErrorReply``.
             ContractError: the reply was malformed, of the wrong kind or for another request.
         """
-        frames = encode_message(model, self.multipart)
+        frames = encode_frames(model, copy=not self.multipart)
         attempts = 1 + self.retries
         for attempt in range(1, attempts + 1):
             reply = self._attempt(frames)
             if reply is not None:
-                decoded = decode_message(reply, limits=self._limits)
+                decoded = decode_frames(reply, limits=self._limits)
                 return self._check_reply(model, decoded, expected)  # type: ignore[return-value]
             log.warning("contracts.req.timeout", endpoint=self.endpoint, attempt=attempt, attempts=attempts)
             self._reset_socket()
@@ -127,11 +140,12 @@ class RepServer(ClosableSocket):
     """Answers requests with ``handler``; every failure becomes an ``ErrorReply``.
 
     Args:
-        endpoint: where to bind (or connect, with ``bind=False``), e.g. ``tcp://*:5560``.
+        endpoint: where to bind (or connect, with ``bind=False``), e.g. ``tcp://127.0.0.1:5560``.
         handler: request model -> reply model. Exceptions it raises are answered, not propagated.
         bind: bind (default) or connect.
         accepts: request classes the handler understands; others get ``wrong_kind``.
         limits: decoding limits; default: :func:`navi_contracts.codec.default_limits`.
+        curve: CURVE keys (secure mode): only allowlisted clients are served.
     """
 
     def __init__(
@@ -141,6 +155,8 @@ class RepServer(ClosableSocket):
         bind: bool = True,
         accepts: tuple[type[WireModel], ...] | None = None,
         limits: ContractLimits | None = None,
+        *,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.handler = handler
@@ -148,11 +164,14 @@ class RepServer(ClosableSocket):
         self.served = 0
         self.refused = 0
         self._limits = limits or default_limits()
-        self._socket = new_socket(zmq.REP)
-        if bind:
-            bind_with_retry(self._socket, endpoint)
-        else:
-            self._socket.connect(endpoint)
+        self._socket = new_socket(
+            zmq.REP, max_message_bytes=self._limits.max_message_bytes, recv_hwm=REP_RECV_HWM
+        )
+        try:
+            attach(self._socket, endpoint, bind=bind, curve=curve)
+        except BaseException:
+            self.close()
+            raise
 
     def serve(self, stop: threading.Event, poll_ms: int = 100) -> None:
         """Serve until ``stop`` is set (checked at least every ``poll_ms``).
@@ -180,12 +199,11 @@ class RepServer(ClosableSocket):
         started = time.perf_counter()
         frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
         reply = self._answer(frames)
-        multipart = len(frames) > 1  # answer in the form the client used
-        try:
-            payload = encode_message(reply, multipart)
+        try:  # zero copy: the client's next request can only come after the reply went out
+            payload = encode_frames(reply)
         except ContractError as exc:
             reply = self._refuse("handler_error", f"reply could not be encoded: {exc}", None)
-            payload = encode_message(reply, multipart)
+            payload = encode_frames(reply)
         try:
             self._socket.send_multipart(payload, zmq.NOBLOCK, copy=False)
         except zmq.Again:
@@ -198,7 +216,7 @@ class RepServer(ClosableSocket):
 
     def _answer(self, frames: list[Any]) -> WireModel:
         try:
-            request = decode_message([frame.buffer for frame in frames], limits=self._limits)
+            request = decode_frames([frame.buffer for frame in frames], limits=self._limits)
         except ContractError as exc:
             return self._refuse("bad_request", str(exc), None)
         request_id = getattr(request, "request_id", None)

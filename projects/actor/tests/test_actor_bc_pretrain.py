@@ -14,8 +14,9 @@ import torch
 from click.testing import CliRunner
 
 from navi_actor.bc import BCConfig, freeze_log_std, load_demonstrations, sequence_mse
-from navi_actor.bc.command import bc_pretrain
+from navi_actor.bc.command import bc_pretrain, imitation_report
 from navi_actor.bc.pretrain import run_pretrain
+from navi_actor.bc.trainer import BCHistory
 from navi_actor.checkpoints import load_checkpoint
 from navi_actor.config import ActorSettings
 from navi_actor.models import NaviPolicy, PolicyConfig
@@ -185,3 +186,27 @@ def test_cli_reports_missing_demonstrations(tmp_path) -> None:
 def test_cli_rejects_bad_settings_with_the_field_name(tmp_path) -> None:
     cli = CliRunner().invoke(bc_pretrain, ["--epochs", "0", "--artifacts-dir", str(tmp_path)])
     assert cli.exit_code != 0 and "bc.epochs" in cli.output
+
+
+def test_cli_on_one_episode_says_nothing_is_held_out_instead_of_nan(pretrained, tmp_path) -> None:
+    result, _ = pretrained
+    folder = tmp_path / "one"
+    folder.mkdir()
+    write_teacher_demo(folder / "single.npz", 30, seed=5)  # 30 frames: one episode
+    cli = CliRunner().invoke(
+        bc_pretrain,
+        ["--demonstrations", str(folder), "--checkpoint", str(result.checkpoint), "--epochs", "1",
+         "--sequence-length", "8", "--streams", "2", "--torch-threads", "1",
+         "--artifacts-dir", str(tmp_path)],
+    )  # fmt: skip
+    assert cli.exit_code == 0, cli.output
+    assert "nan" not in cli.output and "no episode held out" in cli.output
+
+
+def test_imitation_worse_than_the_mean_action_baseline_is_warned() -> None:
+    worse = BCHistory(train_nll=[2.0, 1.0], holdout_mse=[0.5, 0.4], baseline_mse=0.3)
+    line, warning = imitation_report(worse)
+    assert "held-out action MSE 0.4000 vs mean-action baseline 0.3000" in line
+    assert warning is not None and "no better than always predicting the mean action" in warning
+    better = BCHistory(train_nll=[2.0, 1.0], holdout_mse=[0.5, 0.1], baseline_mse=0.3)
+    assert imitation_report(better)[1] is None

@@ -55,20 +55,40 @@ def test_train_models_evaluate_compare_promote(tmp_path: Path) -> None:
     entries = json.loads(listing.output)
     assert [entry["version"] for entry in entries] == [1] and entries[0]["temporal_core"] == "gru"
     assert "latest best" in invoke(tmp_path, "models").output
-    evaluated = invoke(tmp_path, "evaluate", str(checkpoints[0]), *TINY, "--episodes", "3", "--json")
-    report = json.loads(evaluated.output.strip().splitlines()[-1])
-    assert report["episodes"] == 3 and report["deterministic"] is False  # samples, as trained
     evaluated = invoke(
-        tmp_path, "evaluate", str(checkpoints[0]), *TINY, "--episodes", "3", "--deterministic", "--json"
-    )
-    assert json.loads(evaluated.output.strip().splitlines()[-1])["deterministic"] is True
-    assert {"mean_return", "collision_rate", "coverage", "path_length"} <= set(report)
+        tmp_path, "evaluate", str(checkpoints[0]), *TINY, "--episodes-per-scene", "3", "--policy", "random",
+        "--json",
+    )  # fmt: skip
+    report = json.loads(evaluated.output.strip().splitlines()[-1])
+    assert report["plan"]["episodes"] == 3
+    # one block per policy and acting mode (--mode both by default; a baseline acts its own way)
+    assert [(b["policy"], b["mode"]) for b in report["results"]] == [
+        (str(checkpoints[0]), "mean"), (str(checkpoints[0]), "sample"), ("random", "own"),
+    ]  # fmt: skip
+    block = report["results"][0]
+    assert block["episodes"] == 3
+    assert {"coverage_cells", "coverage_share", "collisions_per_step", "collisions_per_100m", "path_m",
+            "mean_speed_mps", "return", "steps_to_half_coverage"} <= set(block)  # fmt: skip
+    assert block["coverage_cells"]["ci95_low"] <= block["coverage_cells"]["value"]
+    sampled = invoke(
+        tmp_path, "evaluate", str(checkpoints[0]), *TINY, "--episodes-per-scene", "3", "--mode", "sample",
+        "--json",
+    )  # fmt: skip
+    assert [b["mode"] for b in json.loads(sampled.output.strip().splitlines()[-1])["results"]] == ["sample"]
+    text = invoke(tmp_path, "evaluate", "--policy", "random", *TINY, "--episodes-per-scene", "2")
+    assert text.exit_code == 0 and "random (own): coverage" in text.output and "[" in text.output
     compared = invoke(
         tmp_path, "compare", str(checkpoints[0]), str(tmp_path / "models" / "latest.pt"), *TINY,
-        "--episodes", "2", "--json",
+        "--episodes-per-scene", "2", "--mode", "mean", "--json",
     )  # fmt: skip
-    delta = json.loads(compared.output.strip().splitlines()[-1])["delta"]
-    assert delta == {"mean_return": 0.0, "collision_rate": 0.0, "coverage": 0.0, "path_length": 0.0}
+    paired = json.loads(compared.output.strip().splitlines()[-1])["paired"]["mean vs mean"]
+    # the same weights on the same plan with the mean action: every paired difference is exactly 0
+    differences = [m["difference"]["value"] for name, m in paired.items() if name != "coverage_share"]
+    assert differences == [0.0] * len(differences)
+    nothing = invoke(tmp_path, "evaluate", *TINY)
+    assert nothing.exit_code != 0 and "name a policy" in nothing.output
+    unknown = invoke(tmp_path, "evaluate", "--policy", "genius", *TINY)
+    assert unknown.exit_code != 0 and "neither a checkpoint file nor one of" in unknown.output
     promoted = invoke(tmp_path, "promote", str(checkpoints[0]), "--notes", "by hand", "--tags", "a, b")
     assert "as v002" in promoted.output
     second = json.loads(invoke(tmp_path, "models", "--json").output)[1]

@@ -65,11 +65,12 @@ def test_train_then_evaluate_on_a_real_scene(tmp_path: Path, tiny_scene: Path) -
     assert {"reward/env/exploration", "reward/env/collision", "reward/shaping/novelty"} <= set(record)
     evaluated = runner.invoke(
         main,
-        ["evaluate", str(checkpoint), *common, "--episodes", "2", "--json"],
+        ["evaluate", str(checkpoint), *common, "--episodes-per-scene", "2", "--mode", "sample", "--json"],
         env=env,
         catch_exceptions=False,
     )
     assert evaluated.exit_code == 0, evaluated.output
-    report = json.loads(evaluated.output.strip().splitlines()[-1])
-    assert report["episodes"] == 2 and report["mean_length"] <= 12
-    assert 0.0 <= report["collision_rate"] <= 1.0 and report["path_length"] >= 0.0
+    (report,) = json.loads(evaluated.output.strip().splitlines()[-1])["results"]
+    assert report["episodes"] == 2 and report["length"]["value"] <= 12
+    assert 0.0 <= report["collisions_per_step"]["value"] <= 1.0 and report["path_m"]["value"] >= 0.0
+    assert 0.0 < report["coverage_share"]["value"] <= 1.0

@@ -87,7 +87,15 @@ def test_stack_command_lines(tmp_path: Path) -> None:
     names = [spec.name for spec in specs]
     assert names[:2] == ["env", "brain"]
     env, brain = specs[0].argv, specs[1].argv
-    expected_env = ["serve", "--pub", "tcp://*:5559", "--rep", "tcp://*:7000", "--actors", "3"]
+    expected_env = [
+        "serve",
+        "--pub",
+        "tcp://127.0.0.1:5559",
+        "--rep",
+        "tcp://127.0.0.1:7000",
+        "--actors",
+        "3",
+    ]
     assert env[3:] == [*expected_env, "--gmdag-file", str(scene)]
     assert brain[1:3] == ["-m", "navi_actor.service"] and "--deterministic" in brain
     assert brain[brain.index("--step-endpoint") + 1] == "tcp://localhost:7000"
@@ -106,3 +114,42 @@ def test_async_stack_drives_the_environment_from_the_brains_actions() -> None:
 def test_supervisor_needs_children() -> None:
     with pytest.raises(ValueError, match="nothing"):
         Supervisor([])
+
+
+def test_secure_stack_passes_the_keys_to_every_process_and_listen_widens_only_when_asked(
+    tmp_path: Path,
+) -> None:
+    from navi_contracts.curve import generate_keys
+
+    generate_keys(tmp_path / "keys")
+    plain = BrainSettings(launcher={"with_dashboard": True})
+    for spec in stack_specs(plain, gmdag_file=None, corpus=None, actors=1):
+        assert "--keys" not in spec.argv and "--host" not in spec.argv
+        binds = [spec.argv[i + 1] for i, arg in enumerate(spec.argv) if arg in {"--pub", "--rep"}]
+        assert all(endpoint.startswith("tcp://127.0.0.1:") for endpoint in binds), binds
+    secure = BrainSettings(
+        service={"keys": tmp_path / "keys", "mode": "async"},
+        launcher={"with_dashboard": True, "secure": True, "listen": "0.0.0.0"},
+    )
+    specs = stack_specs(secure, gmdag_file=None, corpus=None, actors=1)
+    for spec in specs:
+        assert spec.argv[spec.argv.index("--keys") + 1] == str(tmp_path / "keys")
+    env, brain = specs[0].argv, specs[1].argv
+    assert (
+        env[env.index("--pub") + 1] == "tcp://0.0.0.0:5559"
+        and env[env.index("--rep") + 1] == "tcp://0.0.0.0:5560"
+    )
+    assert brain[brain.index("--pub") + 1] == "tcp://0.0.0.0:5557"
+    assert env[env.index("--action-sub") + 1] == "tcp://localhost:5557"
+    if len(specs) == 3:
+        assert specs[2].argv[specs[2].argv.index("--host") + 1] == "0.0.0.0"
+
+
+def test_navi_stack_secure_without_keys_is_one_clear_error(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from navi_actor.launcher.command import main
+
+    result = CliRunner().invoke(main, ["--keys", str(tmp_path / "none")])
+    assert result.exit_code != 0 and "navi-contracts keys generate" in result.output
+    assert "Traceback" not in result.output

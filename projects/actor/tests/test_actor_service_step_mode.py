@@ -21,8 +21,7 @@ from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.service import BrainSettings, run_brain
 from navi_actor.service.env_bridge import VectorEnvBridge, serve_in_thread
-from navi_contracts import ErrorReply, StepRequest, encode, free_tcp_endpoint
-from navi_contracts.codec_frames import decode_message, encode_message
+from navi_contracts import ErrorReply, StepRequest, decode_frames, encode_frames, free_tcp_endpoint
 from navi_contracts.samples import sample_action
 from navi_contracts.zmq_util import new_socket
 
@@ -153,18 +152,19 @@ def test_brain_skips_malformed_and_refused_replies(brain_thread: Any) -> None:
         while not done.is_set():
             if not socket.poll(20):
                 continue
-            request = decode_message(socket.recv_multipart())
+            request = decode_frames(socket.recv_multipart())
             kind = script[len(answered)] if len(answered) < len(script) else "ok"
             answered.append(kind)
             if kind == "garbage":
                 socket.send(b"\xc1 not msgpack")
             elif kind == "error":
-                socket.send(encode(ErrorReply(code="handler_error", message="boom", request_id=None)))
+                refusal = ErrorReply(code="handler_error", message="boom", request_id=None)
+                socket.send_multipart(encode_frames(refusal))
             else:
                 reply = bridge(request)
                 if kind == "wrong_id":
                     reply = reply.model_copy(update={"request_id": reply.request_id + 1000})
-                socket.send_multipart(encode_message(reply, False))
+                socket.send_multipart(encode_frames(reply))
             if len(answered) >= len(script) + 5:
                 done.set()
 

@@ -72,3 +72,29 @@ def test_reward_shaper_penalises_loops_and_rewards_novelty() -> None:
     third = shaper.step(obs, back, no_start, env_reward=zeros, speed=zeros, step=2)
     assert third["loop"][0] == pytest.approx(-cfg.loop_weight) and third["loop"][1] == 0.0
     assert torch.isfinite(third["total"]).all()
+
+
+def test_spin_term_charges_a_sustained_turn_not_a_brief_one() -> None:
+    cfg = ShapingConfig(spin_weight=0.1, spin_window=4, spin_free=0.5)
+    terms = shaping_terms(
+        cfg, env_reward=torch.zeros(3), speed=torch.zeros(3), novelty=torch.zeros(3),
+        loop_score=torch.zeros(3), step=0, turning=torch.tensor([0.25, -0.75, 1.0]),
+    )  # fmt: skip
+    torch.testing.assert_close(terms["spin"], torch.tensor([0.0, -0.05, -0.1]))
+    torch.testing.assert_close(terms["total"], torch.tensor([-0.02, -0.07, -0.12]))
+    shaper = RewardShaper(cfg, num_drones=2, embed_dim=8, azimuth=16, elevation=8)
+    obs, embedding = torch.zeros(2, 3, 16, 8), torch.zeros(2, 8)
+    start = torch.tensor([True, True])
+    spins: list[torch.Tensor] = []
+    for step in range(12):  # drone 0 circles at full yaw; drone 1 alternates left and right
+        yaw = torch.tensor([1.0, 1.0 if step % 2 else -1.0])
+        spins.append(shaper.step(obs, embedding, start, env_reward=torch.zeros(2), speed=torch.zeros(2),
+                                 step=step, yaw=yaw)["spin"])  # fmt: skip
+        start = torch.tensor([False, False])
+    assert float(spins[-1][0]) < -0.05 and float(spins[-1][1]) == 0.0
+    reset = shaper.step(obs, embedding, torch.tensor([True, False]), env_reward=torch.zeros(2),
+                        speed=torch.zeros(2), step=12, yaw=torch.ones(2))["spin"]  # fmt: skip
+    assert float(reset[0]) == 0.0  # a new episode starts with no turning history
+    assert float(shaping_terms(ShapingConfig(), env_reward=torch.zeros(1), speed=torch.zeros(1),
+                               novelty=torch.zeros(1), loop_score=torch.zeros(1), step=0,
+                               turning=torch.ones(1))["spin"]) == 0.0  # off by default  # fmt: skip

@@ -93,6 +93,7 @@ def test_keys_pressed_in_the_page_fly_the_drone(kit, environment, tmp_path) -> N
     if executable is None:
         pytest.skip("chromium is not installed (CI installs it from .ci/apt-packages)")
     from navi_dashboard.control import KeyboardPilot
+    from navi_dashboard.server import control_url
     from navi_dashboard.state import DashboardState
 
     endpoint, env = environment
@@ -102,8 +103,8 @@ def test_keys_pressed_in_the_page_fly_the_drone(kit, environment, tmp_path) -> N
 
     async def scenario() -> dict:
         async with (
-            kit.running_dashboard(settings, pilot=pilot, state=pilot_state) as (url, _state, _app),
-            kit.chromium_page(executable, tmp_path / "profile", url) as page,
+            kit.running_dashboard(settings, pilot=pilot, state=pilot_state) as (url, _state, app),
+            kit.chromium_page(executable, tmp_path / "profile", control_url(app, url)) as page,
         ):
             await _poll_page(page, lambda s: s.get("connection") == "live")
             await _poll_page(page, lambda s: s.get("control") is True)

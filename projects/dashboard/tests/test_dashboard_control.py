@@ -11,6 +11,7 @@ import pytest
 
 from navi_contracts import free_tcp_endpoint
 from navi_dashboard.control import KeyboardPilot, keys_to_command
+from navi_dashboard.server import control_url
 from navi_dashboard.settings import ControlSettings, HistorySettings, StreamSettings
 from navi_dashboard.state import DashboardState
 
@@ -99,10 +100,13 @@ def test_keys_from_a_page_step_the_environment(kit, environment) -> None:
         pilot_state = DashboardState(settings.stream, settings.history)
         pilot = KeyboardPilot(endpoint, settings.control, pilot_state)
         async with (
-            kit.running_dashboard(settings, pilot=pilot, state=pilot_state) as (url, _state, _app),
-            aiohttp.ClientSession() as http,
+            kit.running_dashboard(settings, pilot=pilot, state=pilot_state) as (url, _state, app),
+            aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http,
         ):
-            async with http.ws_connect(url + "ws") as ws:
+            async with http.get(control_url(app, url)) as page:  # the startup URL sets the token cookie
+                assert page.status == 200 and str(page.url) == url
+            origin = url.rstrip("/")
+            async with http.ws_connect(url + "ws", origin=origin) as ws:
                 hello = await ws.receive_json(timeout=5)
                 assert hello["control"] is True
                 await ws.send_str('{"type": "keys", "down": ["w", "e"]}')

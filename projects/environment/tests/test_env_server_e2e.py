@@ -17,7 +17,7 @@ from navi_contracts import (
     StepRequest,
     StepResult,
     Subscriber,
-    decode,
+    decode_frames,
     free_tcp_endpoint,
     topics,
 )
@@ -84,7 +84,7 @@ def test_reset_step_publish_and_survive_garbage(server) -> None:  # type: ignore
     try:
         raw.send(b"\x00not msgpack at all")
         assert raw.poll(5000) == zmq.POLLIN
-        reply = decode(raw.recv())
+        reply = decode_frames(raw.recv_multipart())
         assert isinstance(reply, ErrorReply) and reply.code == "bad_request"
     finally:
         raw.close()

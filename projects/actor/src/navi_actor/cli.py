@@ -7,6 +7,7 @@ kwargs, so a flag beats ``NAVI_ACTOR_*`` environment variables, which beat the r
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,15 +84,43 @@ def _common_settings(
     return _nested(**groups)
 
 
-def _start(settings: Any) -> None:
-    """Process-level setup owned by the entry point: logging and torch threads."""
+def _start(settings: Any, console_level: str | None = None) -> None:
+    """Process-level setup owned by the entry point: device check, logging and torch threads."""
     import torch
 
+    from navi_actor.devices import DeviceUnavailableError, check_device
     from navi_contracts.logging import configure_logging
 
-    configure_logging(settings.log_level, settings.log_json)
+    try:
+        check_device(settings.train.device)
+    except DeviceUnavailableError as error:
+        raise click.ClickException(str(error)) from error
+    configure_logging(settings.log_level, settings.log_json, console_level=console_level)
     if settings.train.torch_threads is not None:
         torch.set_num_threads(settings.train.torch_threads)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (kill, systemd, Docker, CI) ends training exactly like Ctrl+C: final checkpoint, exit 0."""
+    import signal
+
+    def _interrupt(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a repeated SIGTERM must not break the final save
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _training_console(settings: Any) -> tuple[Any, str | None]:
+    """A live status line on a terminal (structured logs then only in the run folder, warnings
+    aside, unless ``--log-json``/``NAVI_ACTOR_LOG_JSON`` asks for them); plain lines elsewhere."""
+    import sys
+
+    from navi_actor.runners.console import LineSink, TerminalSink
+
+    if sys.stderr.isatty() and not settings.log_json:
+        return TerminalSink(sys.stderr), "warning"
+    return LineSink(lambda line: click.echo(line, err=True)), None
 
 
 def _artifacts(settings: Any) -> Path:
@@ -122,7 +151,10 @@ def main() -> None:
 @click.option("--checkpoint-every", type=int, help="Environment steps between checkpoints.")
 @click.option("--keep-checkpoints", type=int, help="Checkpoints kept per run.")
 @click.option("--seed", type=int, help="Seed for torch, the environment and minibatch shuffles.")
-@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://*:5557).")
+@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://127.0.0.1:5557).")
+@click.option(
+    "--keys", type=click.Path(path_type=Path, file_okay=False), help="CURVE keys folder: secure telemetry."
+)
 @click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
 @click.option(
     "--backend",
@@ -134,6 +166,11 @@ def main() -> None:
     help="Ray cluster for --backend ray: 'auto' or 'ray://HOST:PORT' (default: start a local one).",
 )
 @click.option("--num-workers", type=int, help="Ray rollout workers for --backend ray (default 2).")
+@click.option(
+    "--logger",
+    type=click.Choice(["none", "tensorboard", "wandb"]),
+    help="Also write the metrics to TensorBoard (<run>/tensorboard/) or W&B (offline unless logged in).",
+)
 @_with_options(_ENV_OPTIONS)
 def train(
     *,
@@ -148,10 +185,12 @@ def train(
     keep_checkpoints: int | None,
     seed: int | None,
     telemetry_pub: str | None,
+    keys: Path | None,
     no_telemetry: bool,
     backend: str | None,
     address: str | None,
     num_workers: int | None,
+    logger: str | None,
     **env_options: Any,
 ) -> None:
     """Train the policy in-process with PPO (runs until Ctrl+C or --total-steps).
@@ -162,7 +201,9 @@ def train(
     """
     from navi_actor.runners.env_factory import build_environment
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
+    from navi_actor.runners.resume import describe_scenes
     from navi_actor.telemetry import TrainingTelemetry
+    from navi_contracts.logging import remembering_events
 
     values = _common_settings(
         **env_options,
@@ -175,33 +216,66 @@ def train(
         checkpoint__auto_resume=False if no_auto_resume else None,
         telemetry__endpoint=telemetry_pub,
         telemetry__enabled=False if no_telemetry else None,
+        telemetry__keys=keys,
         train__backend=backend,
         distributed__address=address,
         distributed__num_workers=num_workers,
+        train__logger=logger,
     )
-    settings = build_settings(encoder_backend=encoder_backend, temporal_core=temporal_core, **values)
-    _start(settings)
+    selectors = {"encoder_backend": encoder_backend, "temporal_core": temporal_core}
+    # Only selectors the user typed: an explicit None would outrank NAVI_ACTOR_* and .env.
+    settings = build_settings(**{k: v for k, v in selectors.items() if v is not None}, **values)
+    console, console_level = _training_console(settings)
+    _start(settings, console_level)
+    _stop_on_sigterm()
     if settings.train.backend == "ray":
         _train_on_ray(settings, checkpoint)
         return
-    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
-    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+    telemetry = None
     try:
-        runner = OnPolicyRunner(
-            settings,
-            built,
-            artifacts_dir=_artifacts(settings),
-            checkpoint=checkpoint,
-            telemetry=telemetry,
-            progress=lambda line: click.echo(line, err=True),
+        console.note(
+            f"navi-actor train: building the {settings.environment.backend} environment (scenes, "
+            "simulator kernels; the first run builds the default corpus: minutes)"
         )
+        with remembering_events() as early:  # the run folder exists only once the runner is built
+            started = time.monotonic()
+            built = _environment_or_refusal(build_environment, settings)  # one line for a bad scene
+            scenes, seconds = describe_scenes(built.corpus_summary), time.monotonic() - started
+            console.note(
+                f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
+                f"sensor {tuple(built.env.observation_shape)}"
+            )
+            telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+            runner = OnPolicyRunner(
+                settings,
+                built,
+                artifacts_dir=_artifacts(settings),
+                checkpoint=checkpoint,
+                telemetry=telemetry,
+                progress=console,
+            )
+        with (runner.run.logs / "events.jsonl").open("a", encoding="utf-8") as stream:
+            stream.writelines(early)
         summary = runner.run_training()
+    except KeyboardInterrupt:  # before the first update: no run folder holds anything yet
+        console.close()
+        click.echo("train: stopped before training started; nothing to save", err=True)
+        return
     except (ValueError, FloatingPointError) as error:  # bad checkpoint or settings; a diverged update
         raise click.ClickException(str(error)) from error
     finally:
         if telemetry is not None:
             telemetry.close()
     _report_training(summary)
+
+
+def _environment_or_refusal(build_environment: Any, settings: Any) -> Any:
+    """The training/evaluation environment; a scene that cannot be used (no file, a broken file, no
+    place a drone can start) is refused with one line instead of a traceback."""
+    try:
+        return build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
+    except (ValueError, FileNotFoundError) as error:  # SceneRejectedError, GmdagFormatError, ManifestError
+        raise click.ClickException(f"unusable scene: {error}") from error
 
 
 def _train_on_ray(settings: Any, checkpoint: Path | None) -> None:
@@ -284,113 +358,97 @@ def models(as_json: bool) -> None:
         )
 
 
-def _load_for_evaluation(checkpoint: Path, env_options: dict[str, Any]) -> tuple[Any, Any]:
-    """Build the environment from settings and the policy from ``checkpoint`` (shapes must agree)."""
-    from navi_actor.checkpoints import CheckpointError, load_checkpoint
-    from navi_actor.models import NaviPolicy
+def _evaluation_environment(env_options: dict[str, Any]) -> tuple[Any, Any]:
+    """(settings, environment) for evaluate/compare, built from the same settings as training."""
     from navi_actor.runners.env_factory import build_environment
 
     settings = build_settings(**_common_settings(**env_options))
     _start(settings)
-    try:
-        loaded = load_checkpoint(checkpoint, map_location=settings.train.device)
-    except CheckpointError as error:
-        raise click.ClickException(str(error)) from error
-    built = build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
-    sensor = (loaded.policy_config.azimuth, loaded.policy_config.elevation)
-    if tuple(built.env.observation_shape[1:]) != sensor:
-        raise click.ClickException(
-            f"{checkpoint} expects a {sensor} sensor but the environment gives "
-            f"{tuple(built.env.observation_shape[1:])}"
-        )
-    policy = NaviPolicy(loaded.policy_config).to(settings.train.device)
-    policy.load_state_dict(loaded.model)
-    return policy, built.env
+    return settings, _environment_or_refusal(build_environment, settings).env
 
 
 _EVAL_OPTIONS = [
-    click.option("--episodes", type=int, default=16, show_default=True, help="Finished episodes to average."),
     click.option(
-        "--deterministic/--stochastic",
-        default=False,
-        show_default=True,
-        help="Act with the Gaussian mean, or sample actions as the policy was trained to (default).",
+        "--policy",
+        "policies",
+        multiple=True,
+        help="A checkpoint file, random, heuristic or frontier; repeat to fly several on one plan.",
     ),
-    click.option("--seed", type=int, default=0, show_default=True, help="Environment and sampling seed."),
+    click.option(
+        "--episodes-per-scene",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Planned episodes (start poses drawn once) per scene; every policy flies the same ones.",
+    ),
+    click.option(
+        "--mode",
+        type=click.Choice(["mean", "sample", "both"]),
+        default="both",
+        show_default=True,
+        help="Acting mode of learned policies: the Gaussian mean (deployment), sampled actions, or both.",
+    ),
+    click.option("--seed", type=int, default=0, show_default=True, help="Plan and sampling seed."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
     *_ENV_OPTIONS,
 ]
 
 
-def _report_lines(name: str, report: Any) -> str:
-    return (
-        f"{name}: return {report.mean_return:.3f} ± {report.std_return:.3f} | collisions "
-        f"{100 * report.collision_rate:.2f}% of steps | coverage {report.coverage:.3f} | path "
-        f"{report.path_length:.1f} m | length {report.mean_length:.0f} ({report.episodes} episodes)"
+def _run_evaluation(
+    specs: list[str], *, episodes_per_scene: int, mode: Any, seed: int, as_json: bool, env: dict[str, Any]
+) -> None:
+    from navi_actor.evaluation.command import evaluate_specs, format_text
+
+    if not specs:
+        raise click.UsageError("name a policy: a CHECKPOINT argument or --policy random|heuristic|frontier")
+    settings, environment = _evaluation_environment(env)
+    result = evaluate_specs(
+        specs, environment, settings.train.device, episodes_per_scene=episodes_per_scene, mode=mode, seed=seed
+    )
+    click.echo(json.dumps(result) if as_json else format_text(result))
+
+
+@main.command()
+@click.argument("checkpoint", required=False, type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@_with_options(_EVAL_OPTIONS)
+def evaluate(
+    checkpoint: Path | None, *, policies: tuple[str, ...], episodes_per_scene: int, mode: Any, seed: int,
+    as_json: bool, **env: Any,
+) -> None:  # fmt: skip
+    """Evaluate policies on a fixed episode plan (pure inference, no learning), with 95% intervals.
+
+    Every policy (CHECKPOINT and each --policy) flies the same planned episodes: per scene,
+    --episodes-per-scene start poses drawn once with --seed, each run to its own end.
+    """
+    specs = ([str(checkpoint)] if checkpoint is not None else []) + list(policies)
+    _run_evaluation(
+        specs, episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json, env=env
     )
 
 
 @main.command()
-@click.argument("checkpoint", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@_with_options(_EVAL_OPTIONS)
-def evaluate(
-    checkpoint: Path, episodes: int, deterministic: bool, seed: int, as_json: bool, **env: Any
-) -> None:
-    """Evaluate CHECKPOINT (pure inference, no learning): return, collisions, coverage, path length."""
-    from navi_actor.evaluation import evaluate_policy
-
-    policy, environment = _load_for_evaluation(checkpoint, env)
-    report = evaluate_policy(policy, environment, episodes, deterministic=deterministic, seed=seed)
-    if as_json:
-        click.echo(json.dumps({"checkpoint": str(checkpoint), **report.as_dict()}))
-    else:
-        click.echo(_report_lines(str(checkpoint), report))
-
-
-@main.command()
-@click.argument("first", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@click.argument("second", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@_with_options(_EVAL_OPTIONS)
+@click.argument("first")
+@click.argument("second")
+@_with_options([option for option in _EVAL_OPTIONS if option is not _EVAL_OPTIONS[0]])
 def compare(
-    *, first: Path, second: Path, episodes: int, deterministic: bool, seed: int, as_json: bool, **env: Any
+    *, first: str, second: str, episodes_per_scene: int, mode: Any, seed: int, as_json: bool, **env: Any
 ) -> None:
-    """Evaluate FIRST and SECOND on the same seeds and scenes and print both with the differences."""
-    from navi_actor.evaluation import evaluate_policy
-
-    reports = {}
-    for path in (first, second):
-        policy, environment = _load_for_evaluation(path, env)
-        reports[str(path)] = evaluate_policy(
-            policy, environment, episodes, deterministic=deterministic, seed=seed
-        )
-    a, b = reports[str(first)], reports[str(second)]
-    delta = {
-        key: getattr(b, key) - getattr(a, key)
-        for key in ("mean_return", "collision_rate", "coverage", "path_length")
-    }
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "first": {"checkpoint": str(first), **a.as_dict()},
-                    "second": {"checkpoint": str(second), **b.as_dict()},
-                    "delta": delta,
-                }
-            )
-        )
-        return
-    click.echo(_report_lines(f"A {first}", a))
-    click.echo(_report_lines(f"B {second}", b))
-    click.echo("B - A: " + ", ".join(f"{key} {value:+.4f}" for key, value in delta.items()))
+    """Fly FIRST and SECOND (checkpoints, random, heuristic or frontier) on the same episode plan and
+    print both with paired differences and ratios (SECOND vs FIRST) and their 95% intervals."""
+    _run_evaluation(
+        [first, second], episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json, env=env
+    )
 
 
 def _register_service_commands() -> None:
-    """Commands owned by other modules: behaviour cloning (bc), the brain service and inference."""
+    """Commands owned by other modules: behaviour cloning (bc), the brain service, inference and
+    metrics export."""
     from navi_actor.bc.command import bc_pretrain
     from navi_actor.inference.command import infer
+    from navi_actor.metrics_command import export_metrics
     from navi_actor.service.command import serve
 
-    for command in (bc_pretrain, serve, infer):
+    for command in (bc_pretrain, serve, infer, export_metrics):
         main.add_command(command)
 
 

@@ -17,9 +17,10 @@ from navi_actor.bc.config import BCConfig
 from navi_actor.distributed.config import DistributedConfig
 from navi_actor.inference.config import InferenceConfig
 from navi_actor.launcher.config import LauncherConfig
-from navi_actor.models import PolicyConfig
+from navi_actor.models.config import PolicyConfig
 from navi_actor.service.config import ServiceConfig
-from navi_actor.shaping.reward_shaper import ShapingConfig
+from navi_actor.shaping.config import ShapingConfig
+from navi_contracts import topics
 from navi_contracts.settings import NaviSettings, SettingsGroup
 
 
@@ -33,6 +34,15 @@ class RolloutConfig(SettingsGroup):
     )
     gamma: float = Field(default=0.99, ge=0.0, le=1.0, description="Discount factor.")
     gae_lambda: float = Field(default=0.95, ge=0.0, le=1.0, description="GAE lambda.")
+    gamma_final: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Discount reached at the end of the budget, linearly (the LR schedule's share); "
+        "null keeps gamma constant.",
+    )  # fmt: skip
+    gae_lambda_final: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="GAE lambda reached at the end of the budget, linearly; null keeps it constant.",
+    )  # fmt: skip
 
 
 class PPOConfig(SettingsGroup):
@@ -70,6 +80,18 @@ class PPOConfig(SettingsGroup):
     reference_kl_decay: float = Field(
         default=0.995, gt=0.0, le=1.0, description="Per-update multiplicative decay of that weight."
     )
+    reference_refresh_updates: int | None = Field(
+        default=None, gt=0,
+        description="Copy the current policy into the KL reference every N updates (a trust region "
+        "around the recent policy); without a reference checkpoint the reference starts as the "
+        "initial policy. Needs reference_kl_coef > 0.",
+    )  # fmt: skip
+    final_log_std_max: float | None = Field(
+        default=None,
+        description="Upper bound of the global action log-std at the end of the budget, lowered "
+        "linearly from policy.log_std_max (the LR schedule's share): late training then acts close "
+        "to the mean action, so the mean is what PPO optimises. null: no schedule.",
+    )
     cuda_timing: bool = Field(default=False, description="Time update stages with CUDA events.")
 
 
@@ -88,9 +110,19 @@ class TelemetryConfig(SettingsGroup):
     """Live telemetry on the actor PUB socket."""
 
     enabled: bool = Field(default=True, description="Publish telemetry while training.")
-    endpoint: str = Field(default="tcp://*:5557", description="Actor PUB bind endpoint.")
+    endpoint: str = Field(default=topics.ACTOR_PUB_BIND, description="Actor PUB bind endpoint (loopback).")
+    keys: Path | None = Field(default=None, description="CURVE keys folder: secure mode (docs/security.md).")
     observation_hz: float = Field(default=10.0, gt=0.0, description="Actor-0 observation publish rate.")
     heartbeat_seconds: float = Field(default=1.0, gt=0.0, description="Heartbeat period during updates.")
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> TelemetryConfig:
+        """An unusable keys folder is a settings error at start-up, not a silent plain socket."""
+        if self.enabled and self.keys is not None:
+            from navi_contracts.curve import load_keys
+
+            load_keys(self.keys, server=True)
+        return self
 
 
 class EnvironmentChoice(SettingsGroup):
@@ -105,14 +137,6 @@ class EnvironmentChoice(SettingsGroup):
     point_azimuth: int = Field(default=32, gt=0, description="Azimuth bins of the point environment.")
     point_elevation: int = Field(default=8, gt=0, description="Elevation bins of the point environment.")
     point_max_steps: int = Field(default=60, gt=0, description="Episode truncation of the point environment.")
-    episode_steps: int | None = Field(
-        default=500,
-        gt=0,
-        description="Truncate the in-process simulator's episodes after this many steps, unless the "
-        "environment's episode.max_steps (2000 by default) is set explicitly; null keeps it. Why 500: the "
-        "drones see four times as many spawns and scenes per hour, each with fresh novelty to collect "
-        "(docs/training.md, learning runs 5 and 7-9).",
-    )
 
 
 class TrainConfig(SettingsGroup):
@@ -142,6 +166,11 @@ class TrainConfig(SettingsGroup):
     )
     artifacts_dir: Path | None = Field(
         default=None, description="Where runs and the model registry live (default: <repo>/artifacts)."
+    )
+    logger: Literal["none", "tensorboard", "wandb"] = Field(
+        default="none",
+        description="Also write metrics.jsonl's scalars to TensorBoard (<run>/tensorboard/) or W&B (offline "
+        "unless logged in); extras navi-actor[tensorboard] / navi-actor[wandb].",
     )
 
 
@@ -185,7 +214,16 @@ class ActorSettings(NaviSettings):
                 f"{sequences} training sequences per rollout (rollout_length / sequence_length x "
                 f"num_actors) cannot be split into ppo.num_minibatches={ppo.num_minibatches}"
             )
-        self.policy_config()  # validates the selector overrides with the policy's own rules
+        policy = self.policy_config()  # validates the selector overrides with the policy's own rules
+        if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
+            raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")
+        if ppo.final_log_std_max is not None and (
+            policy.log_std_mode != "global" or not policy.log_std_min <= ppo.final_log_std_max
+        ):
+            raise ValueError(
+                "ppo.final_log_std_max schedules the global log-std: it needs policy.log_std_mode=global "
+                "and a value >= policy.log_std_min"
+            )
         return self
 
     def policy_config(self, observation_shape: tuple[int, ...] | None = None) -> PolicyConfig:

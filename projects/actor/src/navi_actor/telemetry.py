@@ -1,4 +1,4 @@
-"""Training telemetry on the actor PUB socket (default ``tcp://*:5557``).
+"""Training telemetry on the actor PUB socket (default ``tcp://127.0.0.1:5557``).
 
 Three streams, all fire-and-forget through :class:`navi_contracts.Publisher` (which drops instead of
 blocking when a subscriber lags): a ``actor.training.ppo.update`` TelemetryEvent after every update,
@@ -19,6 +19,7 @@ import torch
 
 from navi_actor.config import TelemetryConfig
 from navi_contracts import DistanceMatrix, Publisher, TelemetryEvent, telemetry_names, topics
+from navi_contracts.curve import load_keys
 
 log = structlog.get_logger()
 
@@ -69,7 +70,7 @@ class TrainingTelemetry:
         self._next_heartbeat = 0.0
         if config.enabled:
             try:
-                self._publisher = Publisher(config.endpoint)
+                self._publisher = Publisher(config.endpoint, curve=load_keys(config.keys))
             except Exception as error:  # a busy port must not stop training
                 log.warning("actor.telemetry.disabled", endpoint=config.endpoint, reason=str(error))
             else:

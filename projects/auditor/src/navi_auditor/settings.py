@@ -14,6 +14,7 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from navi_contracts import topics
 from navi_contracts.settings import NaviSettings, SettingsGroup
 
 
@@ -51,7 +52,7 @@ class ExploreSettings(SettingsGroup):
     view_rows: int = Field(default=12, ge=2, le=128, description="Text rows of the depth view (2 px each).")
     color: bool = Field(default=True, description="24-bit colour half-blocks; false: ASCII shading.")
     publish: str | None = Field(
-        default="tcp://*:5559", description="PUB endpoint for DistanceMatrix observations; null: off."
+        default=topics.ENV_PUB_BIND, description="PUB endpoint for DistanceMatrix observations; null: off."
     )
     seed: int = Field(default=0, description="Seed of the first scene's reset; scene k uses seed + k.")
     device: str = Field(default="cpu", description="torch device of the backend: cpu, cuda, ...")
@@ -120,6 +121,9 @@ class AuditorSettings(NaviSettings):
     explore: ExploreSettings = Field(default_factory=ExploreSettings)
     autopilot: AutopilotSettings = Field(default_factory=AutopilotSettings)
     demos: DemoSettings = Field(default_factory=DemoSettings)
+    keys: Path | None = Field(
+        default=None, description="CURVE keys folder for record/replay/explore sockets (docs/security.md)."
+    )
 
     @model_validator(mode="after")
     def _check_scene_source(self) -> AuditorSettings:

@@ -9,6 +9,7 @@ A command-line value wins.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import click
@@ -38,13 +39,16 @@ _OPTIONS: tuple[tuple[str | None, str, Any, str], ...] = (
     ),
     (None, "host", str, "Interface the web server listens on. [default: 127.0.0.1]"),
     (None, "port", int, "Web server port; 0 picks a free one. [default: 8050]"),
+    (None, "keys", click.Path(path_type=Path, file_okay=False), "CURVE keys folder (docs/security.md)."),
     ("stream", "max_frame_hz", float, "Most observation images pushed per second. [default: 20]"),
     ("stream", "status_hz", float, "Status and chart updates per second. [default: 5]"),
     ("stream", "poll_timeout_ms", int, "Socket poll timeout in ms. [default: 100]"),
     ("stream", "mode_timeout_s", float, "Silence (s) before a source counts as gone. [default: 5]"),
+    ("stream", "max_clients", int, "Open tabs (websockets) at once. [default: 16]"),
     ("history", "max_points", int, "Chart points kept per series. [default: 2000]"),
     ("control", "rate_hz", float, "Keyboard flight steps per second. [default: 10]"),
     ("control", "timeout_ms", int, "Reply timeout of one step request in ms. [default: 1000]"),
+    ("control", "max_messages_hz", float, "Page messages taken per tab per second. [default: 20]"),
     (None, "log_level", str, "debug, info, warning or error. [default: info]"),
 )
 
@@ -83,6 +87,12 @@ def settings_kwargs(options: dict[str, Any]) -> dict[str, Any]:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @_with_options
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Also accept this name in Host (repeatable); localhost, 127.0.0.1 and --host always are.",
+)
 def main(**options: Any) -> None:
     """Start the live dashboard and print its URL.
 
@@ -90,10 +100,13 @@ def main(**options: Any) -> None:
     (TRAINING / INFERENCE / OBSERVER / WAITING), observation freshness, steps/s, active actors,
     scene, training charts and the reward-term breakdown. It works offline. Start it before or
     after the producers; it reconnects by itself. Stop with Ctrl-C.
+
+    With --step-endpoint the printed URL carries a per-run token: only a tab opened from it can fly.
     """
     from navi_dashboard.runner import DashboardStartError, run_dashboard
     from navi_dashboard.settings import DashboardSettings
 
+    options["allowed_hosts"] = options["allowed_hosts"] or None  # unset: leave it to the environment
     try:
         settings = DashboardSettings(**settings_kwargs(options))
     except ValidationError as exc:

@@ -22,6 +22,7 @@ import numpy as np
 import structlog
 
 from navi_contracts import Action, NaviTransportError, ReqClient, StepRequest, StepResult
+from navi_contracts.curve import CurveKeys
 from navi_dashboard.ingest import frame_from_matrix
 from navi_dashboard.settings import ControlSettings
 from navi_dashboard.state import (
@@ -75,6 +76,7 @@ class KeyboardPilot:
         settings: ControlSettings,
         state: DashboardState,
         wake: Callable[[], None] = lambda: None,
+        curve: CurveKeys | None = None,
     ) -> None:
         """Prepare the pilot; the REQ socket opens on the first step.
 
@@ -83,8 +85,10 @@ class KeyboardPilot:
             settings: rate, timeout, retries, throttle.
             state: where the returned observations and reward terms go.
             wake: called after storing an observation (wakes the render pump).
+            curve: CURVE keys (secure mode), or None for a plain socket.
         """
         self._endpoint = endpoint
+        self._curve = curve
         self._settings = settings
         self._state = state
         self.wake = wake
@@ -150,7 +154,10 @@ class KeyboardPilot:
         """
         if self._client is None:
             self._client = ReqClient(
-                self._endpoint, timeout_ms=self._settings.timeout_ms, retries=self._settings.retries
+                self._endpoint,
+                timeout_ms=self._settings.timeout_ms,
+                retries=self._settings.retries,
+                curve=self._curve,
             )
         actions = np.zeros((self._batch_size, 4), dtype=np.float32)  # [B, 4], drone 0 is ours
         actions[0] = command

@@ -167,11 +167,14 @@ class Hub:
         status.update(type="status", charts=charts, server_wall=time.time())
         return json.dumps(status, separators=(",", ":"), allow_nan=False, default=_json_fallback)
 
-    async def serve_client(self, ws: web.WebSocketResponse) -> ClientFeed:
+    async def serve_client(
+        self, ws: web.WebSocketResponse, hello: dict[str, Any] | None = None
+    ) -> ClientFeed:
         """Register a tab and start its sender; the caller reads the tab's messages.
 
         Args:
             ws: a prepared websocket.
+            hello: entries of this tab's hello that differ from the hub's (e.g. ``control``).
 
         Returns:
             The tab's feed (pass it to :meth:`drop_client` when the socket closes).
@@ -180,7 +183,7 @@ class Hub:
         if self.latest_frame_message is not None:
             client.offer_frame(self.latest_frame_version, self.latest_frame_message)
         self.clients.add(client)
-        await ws.send_str(json.dumps({"type": "hello", **self.hello}))
+        await ws.send_str(json.dumps({"type": "hello", **self.hello, **(hello or {})}))
         client.sender = asyncio.create_task(self._send_loop(client))
         log.info("dashboard.client.connected", clients=len(self.clients))
         return client

@@ -23,6 +23,7 @@ import numpy as np
 import structlog
 
 from navi_contracts import ContractError, DistanceMatrix, Subscriber, TelemetryEvent, decode, topics
+from navi_contracts.curve import CurveKeys, load_keys
 from navi_dashboard.metric_names import canonical_payload
 from navi_dashboard.settings import DashboardSettings
 from navi_dashboard.state import (
@@ -99,6 +100,7 @@ class SubscriberFeed:
         on_error: Callable[[str, str], None],
         poll_timeout_ms: int,
         min_interval_s: float = 0.0,
+        curve: CurveKeys | None = None,
     ) -> None:
         """Describe the feed; nothing connects until :meth:`start`.
 
@@ -112,6 +114,7 @@ class SubscriberFeed:
             on_error: called with (feed name, message) for each message that could not be used.
             poll_timeout_ms: longest single wait; bounds how long :meth:`stop` takes.
             min_interval_s: least time between two handled messages (latest-only feeds only).
+            curve: CURVE keys (secure mode), or None for plain sockets.
         """
         self.name = name
         self._endpoints = list(endpoints)
@@ -123,6 +126,7 @@ class SubscriberFeed:
         self._min_interval_s = min_interval_s if latest_only else 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._curve = curve
         self._wake: Callable[[], None] = lambda: None
         self.received = 0
         self.handled = 0
@@ -149,7 +153,9 @@ class SubscriberFeed:
     def _run(self) -> None:
         pending: bytes | None = None  # newest payload not handled yet (latest-only, rate-limited)
         pending_at = next_due = 0.0
-        with Subscriber(self._endpoints, topics=[self._topic], latest_only=self._latest_only) as subscriber:
+        with Subscriber(
+            self._endpoints, topics=[self._topic], latest_only=self._latest_only, curve=self._curve
+        ) as subscriber:
             log.info("dashboard.feed.started", feed=self.name, endpoints=self._endpoints, topic=self._topic)
             while not self._stop.is_set():
                 wait_ms = self._poll_timeout_ms
@@ -208,6 +214,8 @@ def build_feeds(settings: DashboardSettings, state: DashboardState) -> list[Subs
     def handle_telemetry(payload: bytes, received_at: float) -> None:
         state.add_telemetry(sample_from_event(decode(payload, expected=TelemetryEvent), received_at))
 
+    curve = load_keys(settings.keys)
+
     def feed(
         name: str, endpoints: list[str], topic: str, latest_only: bool, handle: Callable[[bytes, float], None]
     ) -> SubscriberFeed:
@@ -220,6 +228,7 @@ def build_feeds(settings: DashboardSettings, state: DashboardState) -> list[Subs
             on_error=state.add_error,
             poll_timeout_ms=settings.stream.poll_timeout_ms,
             min_interval_s=1.0 / settings.stream.max_frame_hz,
+            curve=curve,
         )
 
     telemetry_endpoints = list(dict.fromkeys([settings.actor_sub, settings.matrix_sub]))

@@ -8,9 +8,11 @@ from collections.abc import Callable
 
 import structlog
 
+from navi_contracts.curve import load_keys
 from navi_dashboard.control import KeyboardPilot
+from navi_dashboard.guard import is_wide
 from navi_dashboard.ingest import build_feeds
-from navi_dashboard.server import DashboardStartError, create_app, serve
+from navi_dashboard.server import DashboardStartError, control_url, create_app, serve
 from navi_dashboard.settings import DashboardSettings
 from navi_dashboard.state import DashboardState
 
@@ -43,12 +45,19 @@ async def run_dashboard(
             break
     state = DashboardState(settings.stream, settings.history)
     pilot = (
-        KeyboardPilot(settings.step_endpoint, settings.control, state)
+        KeyboardPilot(settings.step_endpoint, settings.control, state, curve=load_keys(settings.keys))
         if settings.step_endpoint is not None
         else None
     )
     app = create_app(settings, state, build_feeds(settings, state), pilot)
+    if is_wide(settings.host):
+        log.warning(
+            "dashboard.exposed",
+            host=settings.host,
+            exposure="other machines can open the page (and fly, with the token URL)",
+            hint="reach it by a name given with --allowed-host; only localhost names are accepted otherwise",
+        )
     async with serve(app, settings.host, settings.port) as url:
         log.info("dashboard.listening", url=url, matrix_sub=settings.matrix_sub, actor_sub=settings.actor_sub)
-        on_ready(url)
+        on_ready(control_url(app, url))
         await stop.wait()

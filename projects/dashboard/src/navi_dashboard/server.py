@@ -8,7 +8,8 @@ Routes:
   * ``GET /api/frame.png``  the newest panorama (404 until an observation arrived).
 
 Background work (socket feeds, keyboard pilot, render and status pumps) starts with the app and
-stops with it, so the same app object runs under tests and under the CLI.
+stops with it, so the same app object runs under tests and under the CLI. Every request passes the
+Host allowlist; websockets, flight and the rate limit follow :mod:`navi_dashboard.guard`.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import WSMsgType, web
 
 from navi_contracts import telemetry_names
+from navi_dashboard.guard import TOKEN_QUERY, AccessPolicy, RateLimiter, cookie_name, new_control_token
 from navi_dashboard.hub import ClientFeed, Hub, ThreadWaker
 from navi_dashboard.protocol import MAX_CLIENT_MESSAGE_BYTES, ProtocolError, parse_client_message
 from navi_dashboard.render import legend_ticks
@@ -72,6 +74,8 @@ class DashboardStartError(RuntimeError):
 HUB = web.AppKey("hub", Hub)
 STATE = web.AppKey("state", DashboardState)
 PILOT = web.AppKey("pilot", object)
+POLICY = web.AppKey("policy", AccessPolicy)
+SETTINGS = web.AppKey("settings", DashboardSettings)
 
 
 def hello_message(settings: DashboardSettings, *, control: bool) -> dict[str, Any]:
@@ -93,23 +97,29 @@ def create_app(
     state: DashboardState | None = None,
     feeds: Sequence[Feed] = (),
     pilot: Pilot | None = None,
+    control_token: str | None = None,
 ) -> web.Application:
     """Build the web application.
 
     Args:
-        settings: dashboard settings (push rates, history bounds).
+        settings: dashboard settings (push rates, history bounds, host allowlist, limits).
         state: shared state; a fresh one when None.
         feeds: background sources started and stopped with the app.
         pilot: keyboard flight, or None when no step endpoint is configured.
+        control_token: the token that lets a page fly; a fresh random one when None and a pilot
+            is given (read it back with :func:`control_url`).
 
     Returns:
         An aiohttp application ready for ``AppRunner`` or the aiohttp test client.
     """
     state = state or DashboardState(settings.stream, settings.history)
     hello = hello_message(settings, control=pilot is not None)
-    app = web.Application(client_max_size=64 * 1024)
+    app = web.Application(client_max_size=64 * 1024, middlewares=[_host_guard])
     app[STATE] = state
     app[PILOT] = pilot
+    app[SETTINGS] = settings
+    token = (control_token or new_control_token()) if pilot is not None else None
+    app[POLICY] = AccessPolicy(settings.host, settings.allowed_hosts, token)
     app.router.add_get("/", _index)
     app.router.add_get("/ws", _websocket)
     app.router.add_get("/api/status", _api_status)
@@ -141,7 +151,35 @@ def create_app(
     return app
 
 
-async def _index(request: web.Request) -> web.FileResponse:
+def control_url(app: web.Application, url: str) -> str:
+    """The page URL to print: with ``?token=`` when the page can fly (opening it sets the cookie)."""
+    token = app[POLICY].control_token
+    return f"{url}?{TOKEN_QUERY}={token}" if token is not None else url
+
+
+@web.middleware
+async def _host_guard(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Refuse requests whose ``Host`` is not ours: a DNS-rebinding page names its own domain there."""
+    host = request.headers.get("Host")
+    if not request.app[POLICY].host_allowed(host):
+        log.warning("dashboard.request.foreign_host", host=host, path=request.path)
+        raise web.HTTPForbidden(text="unknown Host; to use that name, start with --allowed-host NAME")
+    return await handler(request)
+
+
+async def _index(request: web.Request) -> web.StreamResponse:
+    token = request.query.get(TOKEN_QUERY)
+    if token is not None:  # the startup URL: keep the token in a cookie, not in the address bar
+        response = web.HTTPSeeOther(location="/")
+        if request.app[POLICY].token_valid(token):
+            response.set_cookie(
+                cookie_name(request.url.port), token, httponly=True, samesite="Strict", path="/"
+            )
+        else:
+            log.warning("dashboard.control.bad_token")
+        raise response
     return web.FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
 
@@ -162,29 +200,33 @@ async def _api_frame(request: web.Request) -> web.Response:
     return web.Response(body=hub.latest_png, content_type="image/png", headers={"Cache-Control": "no-store"})
 
 
-def _same_origin(request: web.Request) -> bool:
-    """Browsers let any site open a websocket to localhost; only our own page may (it can fly).
-
-    Non-browser clients send no ``Origin`` and are allowed.
-    """
-    origin = request.headers.get("Origin")
-    return origin is None or urlsplit(origin).netloc == request.host
-
-
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
-    """One tab: the hub sends; this loop reads held keys and reports bad messages back."""
-    if not _same_origin(request):
-        log.warning("dashboard.client.foreign_origin", origin=request.headers.get("Origin"))
+    """One tab: the hub sends; this loop reads held keys (when this tab may fly) and reports problems."""
+    policy, hub, settings = request.app[POLICY], request.app[HUB], request.app[SETTINGS]
+    origin, host = request.headers.get("Origin"), request.headers.get("Host")
+    if policy.origin_matches(origin, host) is False:
+        log.warning("dashboard.client.foreign_origin", origin=origin)
         raise web.HTTPForbidden(text="websocket connections are only accepted from the dashboard's own page")
+    if len(hub.clients) >= settings.stream.max_clients:
+        log.warning("dashboard.client.refused_full", clients=len(hub.clients))
+        raise web.HTTPServiceUnavailable(text=f"at most {settings.stream.max_clients} tabs at once")
+    refusal = policy.control_refusal(origin, host, request.cookies.get(cookie_name(request.url.port)))
+    pilot: Pilot | None = request.app[PILOT] if refusal is None else None  # type: ignore[assignment]
     ws = web.WebSocketResponse(heartbeat=20.0, max_msg_size=MAX_CLIENT_MESSAGE_BYTES)
     await ws.prepare(request)
-    hub = request.app[HUB]
-    pilot: Pilot | None = request.app[PILOT]  # type: ignore[assignment]
-    client = await hub.serve_client(ws)
+    client = await hub.serve_client(ws, {"control": pilot is not None})
+    if refusal is not None and request.app[PILOT] is not None:
+        client.notify(refusal)
+    limiter = RateLimiter(settings.control.max_messages_hz, time.monotonic())
     try:
         async for message in ws:
+            if not limiter.allow(time.monotonic()):
+                if limiter.dropped == 1 or limiter.dropped % 100 == 0:
+                    log.warning("dashboard.client.rate_limited", dropped=limiter.dropped)
+                    client.notify("too many messages: some were dropped")
+                continue
             if message.type == WSMsgType.TEXT:
-                _handle_text(client, pilot, message.data)
+                _handle_text(client, pilot, refusal, message.data)
             elif message.type == WSMsgType.BINARY:
                 client.notify("binary messages are not part of the protocol")
     finally:
@@ -194,7 +236,7 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
     return ws
 
 
-def _handle_text(client: ClientFeed, pilot: Pilot | None, text: str) -> None:
+def _handle_text(client: ClientFeed, pilot: Pilot | None, refusal: str | None, text: str) -> None:
     try:
         keys = parse_client_message(text)
     except ProtocolError as exc:
@@ -203,7 +245,7 @@ def _handle_text(client: ClientFeed, pilot: Pilot | None, text: str) -> None:
         return
     if pilot is None:
         if keys:
-            client.notify("keyboard flight is off: start the dashboard with --step-endpoint")
+            client.notify(refusal or "keyboard flight is off: start the dashboard with --step-endpoint")
         return
     pilot.set_keys(id(client), keys)
 

@@ -6,11 +6,13 @@ command-line value outranks the environment and the repository ``.env``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from navi_contracts import topics
 from navi_contracts.settings import NaviSettings
 
 
@@ -33,6 +35,9 @@ class StreamSettings(BaseModel):
         default=2.0,
         gt=0,
         description="Show the actor's observation over the environment's while it is this fresh.",
+    )
+    max_clients: int = Field(
+        default=16, ge=1, le=1024, description="Open websockets (tabs) at once; more are refused (503)."
     )
 
 
@@ -58,6 +63,9 @@ class ControlSettings(BaseModel):
     throttle: float = Field(
         default=1.0, gt=0, le=1.0, description="Scale of a held key's command, in (0, 1] of full range."
     )
+    max_messages_hz: float = Field(
+        default=20.0, gt=0, le=1000, description="Page messages taken per tab per second; more are dropped."
+    )
 
 
 class DashboardSettings(NaviSettings):
@@ -66,17 +74,26 @@ class DashboardSettings(NaviSettings):
     model_config: ClassVar[SettingsConfigDict] = SettingsConfigDict(env_prefix="NAVI_DASHBOARD_")
 
     matrix_sub: str = Field(
-        default="tcp://localhost:5559", description="Environment PUB endpoint (DistanceMatrix batches)."
+        default=topics.ENV_PUB_CONNECT, description="Environment PUB endpoint (DistanceMatrix batches)."
     )
     actor_sub: str = Field(
-        default="tcp://localhost:5557",
+        default=topics.ACTOR_PUB_CONNECT,
         description="Actor PUB endpoint (telemetry and actor 0's observation).",
     )
     step_endpoint: str | None = Field(
         default=None, description="Environment REP endpoint; when set the page can fly the drone."
     )
-    host: str = Field(default="127.0.0.1", description="Interface the web server listens on.")
-    port: int = Field(default=8050, ge=0, le=65535, description="Web server port (0 picks a free one).")
+    host: str = Field(default=topics.LOOPBACK, description="Interface the web server listens on.")
+    port: int = Field(
+        default=topics.DASHBOARD_PORT, ge=0, le=65535, description="Web server port (0 picks a free one)."
+    )
+    allowed_hosts: tuple[str, ...] = Field(
+        default=(),
+        description="Host names accepted besides localhost, 127.0.0.1, ::1 and the bound address.",
+    )
+    keys: Path | None = Field(
+        default=None, description="CURVE keys folder: secure ZeroMQ (docs/security.md); null: plain sockets."
+    )
     stream: StreamSettings = Field(default_factory=StreamSettings)
     history: HistorySettings = Field(default_factory=HistorySettings)
     control: ControlSettings = Field(default_factory=ControlSettings)
@@ -93,4 +110,8 @@ class DashboardSettings(NaviSettings):
                 raise ValueError(
                     f"{name}={endpoint!r} is not a ZeroMQ endpoint; expected e.g. tcp://localhost:5559"
                 )
+        if self.keys is not None:  # the dashboard only connects: it needs the client half
+            from navi_contracts.curve import load_keys
+
+            load_keys(self.keys, client=True)
         return self

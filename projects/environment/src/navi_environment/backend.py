@@ -141,6 +141,7 @@ class SdfDagBackend:
         ahead = self.tracer.dirs_local[:, 0] >= cone
         self.forward_rays = ahead.nonzero().squeeze(1)
         self._generator = torch.Generator(device=self.device)
+        self._reachable: dict[int, int] = {}
         self._needs_reset = True
         self.step_kernel = resolve_step_kernel(settings.physics.step_kernel, self.tracer.kernel)
         self._fused = FusedStep(self) if self.step_kernel == "numba" else None
@@ -233,6 +234,69 @@ class SdfDagBackend:
     def close(self) -> None:
         """Release nothing (kept for symmetry with other environments)."""
 
+    # --- planned episodes (paired evaluation) -----------------------------------------------------
+
+    @property
+    def num_scenes(self) -> int:
+        """Scenes in the corpus (planned episodes name them by corpus index)."""
+        return len(self.scenes)
+
+    @property
+    def dt(self) -> float:
+        """Seconds per step."""
+        return float(self.settings.physics.dt)
+
+    def sample_starts(self, scene: int, count: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``count`` start poses in corpus scene ``scene``, drawn from its qualified spawns.
+
+        Distinct spawns while the scene has enough of them; the same ``seed`` gives the same poses.
+
+        Returns:
+            ``(positions [count,3], yaws [count])`` on the CPU.
+        """
+        spawns = torch.from_numpy(self.scenes.report(scene).positions)
+        generator = torch.Generator().manual_seed(int(seed))
+        if count <= len(spawns):
+            pick = torch.randperm(len(spawns), generator=generator)[:count]
+        else:
+            pick = torch.randint(len(spawns), (count,), generator=generator)
+        yaw = (torch.rand(count, generator=generator) * 2.0 - 1.0) * math.pi
+        return spawns[pick].float(), yaw
+
+    def start_episodes(
+        self, rows: torch.Tensor, scenes: torch.Tensor, positions: torch.Tensor, yaws: torch.Tensor
+    ) -> torch.Tensor:
+        """Start new episodes for ``rows`` (long [K]) at given poses, replacing any auto-reset.
+
+        Args:
+            rows: drones to place. scenes: [K] corpus scene indices.
+            positions: [K,3] start positions (metres). yaws: [K] headings (rad).
+
+        Returns:
+            The observation buffer [B,3,Az,El] (the same tensor ``step`` returns), now holding the
+            first observation of the placed drones.
+        """
+        if rows.numel() == 0:
+            return self.obs
+        rows = rows.to(self.device)
+        self.scene_index[rows] = scenes.to(self.device, torch.int64)
+        self._sync_atlas()
+        self._place(rows, positions.to(self.device, torch.float32), yaws.to(self.device, torch.float32))
+        return self.obs
+
+    def reachable_cells(self, scene: int) -> int:
+        """Visit cells (``reward.visit_cell_m``) of corpus scene ``scene`` a drone can reach from its spawns.
+
+        The denominator of coverage as a share of the scene (computed once per scene).
+        """
+        if scene not in self._reachable:
+            from navi_environment.runtime.reachable import reachable_cell_count
+
+            self._reachable[scene] = reachable_cell_count(
+                self.scenes.scene(scene), self.scenes.report(scene).positions, self.settings
+            )
+        return self._reachable[scene]
+
     # --- internals -------------------------------------------------------------------------------
 
     def _check_actions(self, actions: torch.Tensor) -> torch.Tensor:
@@ -281,6 +345,11 @@ class SdfDagBackend:
         ids = self.atlas_ids[rows]
         spawn = self.scenes.sample_spawns(ids, self._generator)
         yaw = (torch.rand(rows.shape[0], device=self.device, generator=self._generator) * 2.0 - 1.0) * math.pi
+        self._place(rows, spawn, yaw)
+
+    def _place(self, rows: torch.Tensor, spawn: torch.Tensor, yaw: torch.Tensor) -> None:
+        """Start an episode for ``rows`` at ``spawn`` [K,3] facing ``yaw`` [K] in their current scenes."""
+        ids = self.atlas_ids[rows]
         self.position[rows] = spawn
         self.spawn[rows] = spawn
         self.yaw[rows] = yaw

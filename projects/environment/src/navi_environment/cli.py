@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from navi_environment.corpus import commands as corpus_commands
+from navi_environment.preview import command as preview_commands
 from navi_environment.runtime import commands as runtime_commands
 from navi_environment.server import command as server_commands
 
@@ -15,5 +16,6 @@ def main() -> None:
 
 
 corpus_commands.register(main)
+preview_commands.register(main)
 runtime_commands.register(main)
 server_commands.register(main)

@@ -143,7 +143,14 @@ class EpisodeSettings(BaseModel):
 
     model_config = _FROZEN
 
-    max_steps: int = Field(default=2000, ge=1, description="Truncate after this many steps.")
+    max_steps: int = Field(
+        default=500,
+        ge=1,
+        description="Truncate after this many steps: the one episode length of in-process training, "
+        "serve and explore. Why 500: drones see four times as many spawns and scenes per hour as at "
+        "2000, each with fresh novelty to collect; the learning benchmarks were tuned at 500 "
+        "(docs/training.md, learning runs 5 and 7-9).",
+    )
     starvation_grace_steps: int = Field(
         default=10, ge=0, description="No void-starvation truncation during this many steps after reset."
     )

@@ -7,6 +7,7 @@ early stop is decided), so the inner loop never synchronises with the host.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,16 @@ from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.config import PPOConfig
 from navi_actor.models import NaviPolicy
 from navi_actor.storage.rollout_storage import RolloutStorage, SequenceBatch
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+    """``1 - Var(returns - values) / Var(returns)``: 1 is a perfect critic, 0 no better than a constant.
+
+    NaN when the returns do not vary (nothing to explain). Shapes: any, equal; returns a scalar.
+    """
+    variance = returns.var()
+    return torch.where(variance > 0, 1.0 - (returns - values).var() / variance, torch.nan)
+
 
 METRIC_NAMES = (
     "policy_loss",
@@ -63,9 +74,12 @@ class PPOLearner:
         reference_policy: NaviPolicy | None = None,
     ) -> None:
         self.policy, self.config = policy, config
+        if reference_policy is None and config.reference_refresh_updates is not None:
+            reference_policy = copy.deepcopy(policy)  # a trust region around the recent policy
         self.reference_policy = reference_policy
         if reference_policy is not None:
             reference_policy.requires_grad_(False)
+        self._log_std_start = float(policy.cfg.log_std_max)
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=config.adam_eps)
         self.update_index = 0
         self.total_updates: int | None = None
@@ -91,18 +105,44 @@ class PPOLearner:
         """
         self._time_spent = share
 
-    def current_learning_rate(self) -> float:
-        """Learning rate for the next update: linear anneal to 0 over the step or time budget.
+    def budget_spent(self) -> float | None:
+        """Share of the run's budget spent (0..1): the step or time budget closer to running out.
 
-        With both budgets the one closer to running out sets the rate; an unbounded run keeps it.
+        None for an unbounded run. Every schedule (learning rate, discount, GAE lambda, log-std
+        ceiling) follows this one share.
         """
         spent = [self._time_spent]
         if self.total_updates:
             spent.append((self.update_index - self._schedule_start) / self.total_updates)
         shares = [share for share in spent if share is not None]
-        if self.config.lr_schedule == "constant" or not shares:
+        return min(1.0, max(shares)) if shares else None
+
+    def current_learning_rate(self) -> float:
+        """Learning rate for the next update: linear anneal to 0 over the step or time budget.
+
+        With both budgets the one closer to running out sets the rate; an unbounded run keeps it.
+        """
+        share = self.budget_spent()
+        if self.config.lr_schedule == "constant" or share is None:
             return self.config.learning_rate
-        return self.config.learning_rate * max(0.0, 1.0 - max(shares))
+        return self.config.learning_rate * max(0.0, 1.0 - share)
+
+    def discount(self, gamma: float, gae_lambda: float, gamma_final: float | None = None,
+                 gae_lambda_final: float | None = None) -> tuple[float, float]:  # fmt: skip
+        """``(gamma, lambda)`` for the next rollout: linear from the start to the final values."""
+        share = self.budget_spent() or 0.0
+        return (
+            gamma if gamma_final is None else gamma + share * (gamma_final - gamma),
+            gae_lambda if gae_lambda_final is None else gae_lambda + share * (gae_lambda_final - gae_lambda),
+        )
+
+    def log_std_ceiling(self) -> float | None:
+        """Upper bound of the global log-std for the next update (``ppo.final_log_std_max``), or None."""
+        final = self.config.final_log_std_max
+        if final is None:
+            return None
+        share = self.budget_spent() or 0.0
+        return self._log_std_start + share * (final - self._log_std_start)
 
     def reference_kl_coef(self) -> float:
         """Weight of the KL-to-reference penalty for the next update (decays per update)."""
@@ -133,6 +173,8 @@ class PPOLearner:
         learning_rate = self.current_learning_rate()
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
+        self._apply_log_std_ceiling()
+        value_fit = explained_variance(storage.values, storage.returns)
         timer = StageTimer(use_cuda_events=cfg.cuda_timing and storage.device.type == "cuda")
         per_epoch: list[dict[str, float]] = []
         early_stopped = False
@@ -153,14 +195,26 @@ class PPOLearner:
                 early_stopped = True
                 break
         self.update_index += 1
+        self._apply_log_std_ceiling()
+        refresh = cfg.reference_refresh_updates
+        if refresh is not None and self.reference_policy is not None and self.update_index % refresh == 0:
+            self.reference_policy.load_state_dict(self.policy.state_dict())
+        metrics = {**per_epoch[-1], "explained_variance": float(value_fit)}
         return UpdateResult(
-            metrics=per_epoch[-1],
+            metrics=metrics,
             timings=timer.totals(),
             epochs_run=len(per_epoch),
             early_stopped=early_stopped,
             learning_rate=learning_rate,
             per_epoch=per_epoch,
         )
+
+    def _apply_log_std_ceiling(self) -> None:
+        """Lower the global log-std parameter to the scheduled ceiling (kept in the checkpoint)."""
+        ceiling = self.log_std_ceiling()
+        if ceiling is not None:
+            with torch.no_grad():
+                self.policy.actor.log_std_param.clamp_(max=ceiling)
 
     def _run_epoch(
         self,

@@ -7,9 +7,32 @@ copies ``main``'s commands onto ``brain_main``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from navi_actor.bc.trainer import BCHistory
+
+
+def imitation_report(history: BCHistory) -> tuple[str, str | None]:
+    """The result line of a BC run and, when imitation is worse than no learning at all, a warning.
+
+    Why: with a single episode nothing is held out and the line said "held-out action MSE nan"; a
+    policy whose held-out error exceeds the mean-action baseline has learned nothing usable, which a
+    user should hear before fine-tuning it with RL.
+    """
+    line = f"train nll {history.train_nll[0]:.4f} -> {history.train_nll[-1]:.4f}; "
+    if not history.holdout_mse:
+        return line + "held-out action MSE: n/a (no episode held out; record more episodes to score it)", None
+    holdout, baseline = history.holdout_mse[-1], history.baseline_mse
+    line += f"held-out action MSE {holdout:.4f} vs mean-action baseline {baseline:.4f}"
+    if holdout >= baseline:
+        return line, (
+            f"behaviour cloning is no better than always predicting the mean action ({holdout:.4f} >= "
+            f"{baseline:.4f}); more demonstrations or epochs may help"
+        )
+    return line, None
 
 
 @click.command("bc-pretrain", context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,12 +63,11 @@ def bc_pretrain(**options: Any) -> None:
     actions under a frozen log-std. Writes a v3 checkpoint with training_source=bc and its parent
     as lineage. Continue with RL: `navi-actor promote <checkpoint>` then `navi-actor train`.
     """
-    from pydantic import ValidationError
-
     from navi_actor.bc.dataset import DemonstrationError
     from navi_actor.bc.pretrain import run_pretrain
     from navi_actor.checkpoints import CheckpointError
-    from navi_actor.config import ActorSettings
+    from navi_actor.cli import build_settings
+    from navi_actor.devices import DeviceUnavailableError, check_device
     from navi_actor.registry import ModelRegistry
     from navi_contracts import artifacts_root, configure_logging
 
@@ -66,12 +88,12 @@ def bc_pretrain(**options: Any) -> None:
     }
     groups = {"bc": bc_values, "train": train_values}
     values: dict[str, Any] = {**selectors, **{name: group for name, group in groups.items() if group}}
-    try:
-        settings = ActorSettings(**values)  # CLI values beat NAVI_ACTOR_BC__* / .env
-    except ValidationError as error:
-        lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in error.errors()]
-        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
+    settings = build_settings(**values)  # CLI values beat NAVI_ACTOR_BC__* / .env
     config = settings.bc
+    try:
+        check_device(settings.train.device)
+    except DeviceUnavailableError as error:
+        raise click.ClickException(str(error)) from error
     configure_logging(settings.log_level, settings.log_json)
     if settings.train.torch_threads is not None:
         import torch
@@ -89,12 +111,10 @@ def bc_pretrain(**options: Any) -> None:
     except (DemonstrationError, CheckpointError) as error:
         raise click.ClickException(str(error)) from error
     history = result.history
-    click.echo(
-        f"bc checkpoint: {result.checkpoint}\n"
-        f"train nll {history.train_nll[0]:.4f} -> {history.train_nll[-1]:.4f}; "
-        f"held-out action MSE {history.holdout_mse[-1] if history.holdout_mse else float('nan'):.4f} "
-        f"vs mean-action baseline {history.baseline_mse:.4f}"
-    )
+    line, warning = imitation_report(history)
+    click.echo(f"bc checkpoint: {result.checkpoint}\n{line}")
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
     if options["promote"]:
         entry = ModelRegistry(artifacts / "models").promote(
             result.checkpoint, notes="bc-pretrain", tags=["bc"]

@@ -177,7 +177,10 @@ class DistributedTrainer:
         """Lay the fragments into the storage, fold them into RND's statistics, run one PPO update."""
         rollout = self.settings.rollout
         last_values = load_fragments(self.storage, fragments)
-        self.storage.compute_returns(last_values, rollout.gamma, rollout.gae_lambda)
+        gamma, gae_lambda = self.learner.discount(
+            rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
+        )
+        self.storage.compute_returns(last_values, gamma, gae_lambda)
         # The learner's RND is authoritative: its running statistics see every accepted observation,
         # as the local trainer's do during collection ([T, K*B, 3, Az, El] -> [T*K*B, 3, Az, El]).
         self.shaping.modules["rnd"].intrinsic_reward(self.storage.obs.flatten(0, 1), update_stats=True)
@@ -224,9 +227,11 @@ class DistributedTrainer:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
 
         The workers stay up afterwards (a caller may train again); :meth:`close` stops them. Every
-        log event of the run is also kept in the run folder's ``logs/events.jsonl``.
+        log event of the run is also kept in the run folder's ``logs/events.jsonl``; metrics lines also
+        go to TensorBoard / W&B when ``train.logger`` chooses one.
         """
-        with self.run.capturing_logs():
+        logger, config = self.settings.train.logger, self.settings.model_dump(mode="json")
+        with self.run.capturing_logs(), self.run.mirroring_metrics(logger, config):
             return self._train()
 
     def _train(self) -> DistributedSummary:
@@ -276,6 +281,7 @@ class DistributedTrainer:
             log.info("actor.train.interrupted", step_id=self.counters.step_id)
         if self.counters.step_id != self._last_checkpoint_step or not self._saved_once:
             promoted += self.save_checkpoint()
+        self.run.mark_finished(self.counters.step_id, interrupted=interrupted)  # not a killed run
         pool = self._run_counters()
         summary = DistributedSummary(
             run_id=self.run.run_id,

@@ -1,11 +1,16 @@
-"""Reference policies for evaluation and benchmarks: uniform random and a reactive heuristic."""
+"""Reference policies for evaluation and benchmarks: uniform random, a reactive heuristic and a
+classical frontier explorer (the ceiling a learned policy is compared against)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
+
+if TYPE_CHECKING:
+    from navi_environment.config import EnvironmentSettings
 
 
 @dataclass(frozen=True)
@@ -116,3 +121,45 @@ class ReactiveHeuristic:
         yaw = (bearing / (math.pi / 4)).clamp(-1.0, 1.0)
         zeros = torch.zeros_like(forward)
         return BaselineAct(torch.stack([forward, zeros, zeros, yaw], dim=1), state)
+
+
+class FrontierPolicy:
+    """The classical frontier explorer (:class:`navi_environment.planning.FrontierPlanner`) as a policy.
+
+    It maps each drone's flight slab from its depth rays and its own pose, flies a Dijkstra path to the
+    best frontier (free space next to unknown), and once none is left visits the cells it has not been
+    in. It senses what a learned policy senses plus its pose (``uses_pose``: the evaluator passes
+    ``pose=env.poses()``); it never reads the scene. Its memory lives in the planner, so the
+    returned state stays empty; ``episode_start`` rows start a new map.
+
+    Args:
+        settings: environment settings (sensor shape, horizon, physics).
+        num_drones: B, the batch this policy acts for.
+        **planner_kwargs: ``cell_m``, ``device`` and the planner's tunables.
+    """
+
+    uses_pose: ClassVar[bool] = True
+
+    def __init__(self, settings: EnvironmentSettings, num_drones: int, **planner_kwargs: Any) -> None:
+        from navi_environment.planning import FrontierPlanner  # numba-backed imports only when used
+
+        self.planner = FrontierPlanner(settings, num_drones, **planner_kwargs)
+
+    def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
+        """Stateless for the caller: [B, 0]."""
+        return torch.zeros(batch_size, 0, device=device)
+
+    def act(
+        self,
+        obs: torch.Tensor,
+        state: torch.Tensor,
+        episode_start: torch.Tensor,
+        deterministic: bool = False,
+        pose: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> BaselineAct:
+        """Plan and follow: ``pose = (position [B, 3], yaw [B])`` is required."""
+        del deterministic  # the planner is deterministic either way
+        if pose is None:
+            raise ValueError("FrontierPolicy needs pose=(position, yaw); pass pose=env.poses()")
+        self.planner.reset(episode_start.to(torch.bool))
+        return BaselineAct(self.planner.act(obs, *pose), state)

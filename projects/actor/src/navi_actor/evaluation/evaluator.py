@@ -1,22 +1,30 @@
-"""Evaluate a policy: pure inference (``torch.inference_mode``), never a gradient step.
+"""Evaluate a policy on an episode plan: pure inference (``torch.inference_mode``), never a gradient step.
 
-Episodes are gathered across the drone batch until ``episodes`` have finished; the first ones to
-finish (by step, then drone index) are reported, so two policies evaluated with the same seed on the
-same scenes are compared on the same spawn sequence. Path length sums each drone's displacement
-between consecutive poses; the step that ends an episode is not counted (its next pose is already
-the respawn), a documented one-step undercount.
+Every planned episode (scene, start pose; :mod:`navi_actor.evaluation.plan`) is flown to its own
+end (termination or truncation) and counted exactly once, whatever the lengths of the others: the
+drones of the batch take the next planned episode as they finish, and drones left without one fly
+on unrecorded until the last planned episode ends. Two policies evaluated on the same plan are thus
+compared on identical starts, episode by episode.
+
+Per episode: return, steps, collisions, path length (metres flown, from the environment's speed
+over each step, the final step included), coverage in visit cells and as a share of the scene's
+reachable cells, the steps it took to reach half of the episode's final coverage, and two turning
+diagnostics: the mean |yaw action| and the yaw bias (|mean yaw action|), which is near the former for
+a drone that flies in circles (a constant turn) and near 0 for one that turns both ways.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 from torch import nn
 
+from navi_actor.evaluation import stats
+from navi_actor.evaluation.plan import EpisodePlan, PlannedEnv, make_plan
 from navi_actor.models import clip_action
-from navi_actor.runners.env_protocol import VectorEnv
 
 
 class ActResult(Protocol):
@@ -34,7 +42,11 @@ class ActResult(Protocol):
 
 
 class ActingPolicy(Protocol):
-    """Anything that acts like :class:`~navi_actor.models.NaviPolicy` (also the baselines)."""
+    """Anything that acts like :class:`~navi_actor.models.NaviPolicy` (also the baselines).
+
+    A policy with a true ``uses_pose`` attribute also receives ``pose=(position [B,3], yaw [B])``:
+    the frontier planner maps what it senses from where it is (its own odometry, no scene map).
+    """
 
     def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
         """Zero state [B, S]."""
@@ -47,117 +59,232 @@ class ActingPolicy(Protocol):
         ...
 
 
+EPISODE_COLUMNS = (
+    "return", "length", "collisions", "path_m", "seconds", "coverage_cells", "coverage_share",
+    "steps_to_half_coverage", "mean_abs_yaw", "yaw_bias",
+)  # fmt: skip
+
+# aggregate name -> statistic over the episode columns (means per episode; rates as ratios of sums)
+AGGREGATES: dict[str, stats.Statistic] = {
+    "coverage_cells": stats.mean_of("coverage_cells"),
+    "coverage_share": stats.mean_of("coverage_share"),
+    "collisions_per_step": stats.ratio_of_sums("collisions", "length"),
+    "collisions_per_100m": stats.ratio_of_sums("collisions", "path_m", 100.0),
+    "path_m": stats.mean_of("path_m"),
+    "mean_speed_mps": stats.ratio_of_sums("path_m", "seconds"),
+    "return": stats.mean_of("return"),
+    "length": stats.mean_of("length"),
+    "steps_to_half_coverage": stats.mean_of("steps_to_half_coverage"),
+    "mean_abs_yaw": stats.mean_of("mean_abs_yaw"),
+    "yaw_bias": stats.mean_of("yaw_bias"),
+}
+
+
 @dataclass(frozen=True)
 class EvaluationReport:
-    """Aggregate results over ``episodes`` finished episodes."""
+    """Per-episode results of one policy on one plan (columns in plan order).
 
-    episodes: int
-    mean_return: float
-    std_return: float
-    mean_length: float
-    collision_rate: float  # collisions per drone-step over the finished episodes
-    coverage: float  # mean coverage at episode end
-    path_length: float  # mean metres flown per episode
+    Attributes:
+        plan: the plan flown. episodes: its columns ``EPISODE_COLUMNS``, each [N] float64.
+        deterministic: acted with the Gaussian mean. seed: sampling seed.
+    """
+
+    plan: EpisodePlan
+    columns: dict[str, np.ndarray]
     deterministic: bool
     seed: int
 
-    def as_dict(self) -> dict[str, float | int | bool]:
-        """Plain dict (JSON output)."""
-        return asdict(self)
+    @property
+    def episodes(self) -> int:
+        """N, planned (and flown) episodes."""
+        return self.plan.size
+
+    @property
+    def mean_return(self) -> float:
+        """Mean episode return."""
+        return float(self.columns["return"].mean())
+
+    @property
+    def std_return(self) -> float:
+        """Standard deviation of episode returns."""
+        return float(self.columns["return"].std(ddof=1)) if self.episodes > 1 else 0.0
+
+    @property
+    def mean_length(self) -> float:
+        """Mean steps per episode."""
+        return float(self.columns["length"].mean())
+
+    @property
+    def collision_rate(self) -> float:
+        """Collisions per step over all episodes."""
+        return float(self.columns["collisions"].sum() / max(self.columns["length"].sum(), 1.0))
+
+    @property
+    def coverage(self) -> float:
+        """Mean visit cells per episode."""
+        return float(self.columns["coverage_cells"].mean())
+
+    @property
+    def path_length(self) -> float:
+        """Mean metres flown per episode."""
+        return float(self.columns["path_m"].mean())
+
+    def summary(self) -> dict[str, Any]:
+        """Every aggregate with its 95% interval (stratified by scene), as a JSON-able dict."""
+        strata = self.plan.scenes.numpy()
+        return {
+            "episodes": self.episodes,
+            "scenes": len(np.unique(strata)),
+            "mode": "mean" if self.deterministic else "sample",
+            "seed": self.seed,
+            **{name: stats.interval(s, self.columns, strata).as_dict() for name, s in AGGREGATES.items()},
+        }
 
 
-class _EpisodeAccumulator:
-    """Per-drone running sums; finished rows are appended to host lists once per step with an end."""
+def compare_reports(first: EvaluationReport, second: EvaluationReport) -> dict[str, Any]:
+    """Paired comparison of two reports on the same plan: ``second - first`` and ``second / first``.
 
-    def __init__(self, num_actors: int, device: torch.device) -> None:
-        self.running = torch.zeros(4, num_actors, device=device)  # return, length, collisions, path
-        self.finished: list[list[float]] = []  # rows of [return, length, collisions, path, coverage]
+    Raises:
+        ValueError: the reports were flown on different plans.
+    """
+    if not first.plan.same_starts(second.plan):
+        raise ValueError("paired comparison needs both policies flown on the same episode plan")
+    strata = first.plan.scenes.numpy()
+    out: dict[str, Any] = {}
+    for name, statistic in AGGREGATES.items():
+        out[name] = {
+            "difference": stats.paired(statistic, first.columns, second.columns, strata, stats.difference)
+            .as_dict(),
+            "ratio": stats.paired(statistic, first.columns, second.columns, strata, stats.ratio).as_dict(),
+        }
+    return out
 
-    def add(self, reward: torch.Tensor, collision: torch.Tensor, path: torch.Tensor) -> None:
-        self.running += torch.stack([reward, torch.ones_like(reward), collision, path])
 
-    def close(self, done: torch.Tensor, coverage: torch.Tensor) -> None:
-        if not bool(done.any()):
-            return
-        ended = torch.cat([self.running[:, done], coverage[done].unsqueeze(0)])  # [5, E]
-        self.finished.extend(ended.T.tolist())
+class _Episodes:
+    """Running per-drone sums of the planned episodes in flight, and the finished rows."""
+
+    def __init__(self, plan: EpisodePlan, env: PlannedEnv, device: torch.device) -> None:
+        B = env.num_actors
+        # return, length, collisions, path, yaw, |yaw|
+        self.running = torch.zeros(6, B, dtype=torch.float64, device=device)
+        self.trace = torch.zeros(B, 64, dtype=torch.float64, device=device)  # coverage after each step
+        self.assigned = torch.full((B,), -1, dtype=torch.int64, device=device)
+        self.columns = {name: np.full(plan.size, np.nan) for name in EPISODE_COLUMNS}
+        self.reachable = {int(s): env.reachable_cells(int(s)) for s in plan.scenes.unique().tolist()}
+        self.next = 0
+
+    def add(self, reward: torch.Tensor, collision: torch.Tensor, path: torch.Tensor, coverage: torch.Tensor,
+            yaw: torch.Tensor) -> None:  # fmt: skip
+        ones = torch.ones_like(reward)
+        self.running += torch.stack([reward, ones, collision, path, yaw, yaw.abs()]).double()
+        length = self.running[1].long()
+        if int(length.max()) > self.trace.shape[1]:
+            self.trace = torch.cat([self.trace, torch.zeros_like(self.trace)], dim=1)
+        rows = torch.arange(self.trace.shape[0], device=self.trace.device)
+        self.trace[rows, (length - 1).clamp(min=0)] = coverage.double()
+
+    def finish(self, rows: torch.Tensor, plan: EpisodePlan, dt: float) -> None:
+        """Record the episodes of drones ``rows`` (long [K], all assigned) and clear their sums."""
+        ids = self.assigned[rows].cpu().numpy()
+        ret, length, collisions, path, yaw, abs_yaw = self.running[:, rows].cpu().numpy()
+        final = self.trace[rows, (self.running[1, rows].long() - 1).clamp(min=0)]
+        reached = self.trace[rows] >= 0.5 * final[:, None]
+        steps_to_half = reached.double().argmax(dim=1).cpu().numpy() + 1.0
+        final_np = final.cpu().numpy()
+        reach = np.array([self.reachable[int(plan.scenes[i])] or np.nan for i in ids], dtype=np.float64)
+        for name, values in (
+            ("return", ret), ("length", length), ("collisions", collisions), ("path_m", path),
+            ("seconds", length * dt), ("coverage_cells", final_np), ("coverage_share", final_np / reach),
+            ("steps_to_half_coverage", steps_to_half), ("mean_abs_yaw", abs_yaw / length),
+            ("yaw_bias", np.abs(yaw) / length),
+        ):  # fmt: skip
+            self.columns[name][ids] = values
+
+    def clear(self, done: torch.Tensor) -> None:
+        """Zero the sums of drones whose episode (planned or not) ended this step."""
         self.running[:, done] = 0.0
+        self.trace[done] = 0.0
+
+    def assign(self, env: PlannedEnv, rows: torch.Tensor, plan: EpisodePlan) -> torch.Tensor | None:
+        """Give drones ``rows`` the next planned episodes (the rest go idle); returns obs if any started."""
+        take = min(int(rows.numel()), plan.size - self.next)
+        self.assigned[rows[take:]] = -1
+        if take == 0:
+            return None
+        ids = torch.arange(self.next, self.next + take)
+        self.next += take
+        self.assigned[rows[:take]] = ids.to(self.assigned.device)
+        return env.start_episodes(rows[:take], plan.scenes[ids], plan.positions[ids], plan.yaws[ids])
 
 
 @torch.inference_mode()
 def evaluate_policy(
     policy: ActingPolicy,
-    env: VectorEnv,
-    episodes: int,
+    env: PlannedEnv,
+    episodes_per_scene: int = 8,
     *,
+    plan: EpisodePlan | None = None,
     deterministic: bool = False,
     seed: int = 0,
-    max_env_steps: int = 1_000_000,
+    max_env_steps: int = 10_000_000,
 ) -> EvaluationReport:
-    """Run ``policy`` on ``env`` until ``episodes`` episodes have finished.
+    """Fly every episode of ``plan`` (default: ``episodes_per_scene`` starts per scene) with ``policy``.
 
     Args:
-        policy: the policy (its recurrent state is carried step to step, reset at episode starts).
-        env: batched environment; reset with ``seed``.
-        episodes: finished episodes to report (>= 1).
-        deterministic: act with the Gaussian mean instead of sampling. Sampling is the default: it is
-            the policy PPO trained; a recurrent policy's mean action can settle into loops (on the
-            learning benchmark it covered 0.6x the cells of its sampled self).
+        policy: the policy (recurrent state carried step to step, reset at each episode start).
+        env: a planned batched environment.
+        episodes_per_scene: K, when no ``plan`` is given (the plan is drawn with ``seed``).
+        plan: the episode plan to fly (pass the same plan to every policy you compare).
+        deterministic: act with the Gaussian mean instead of sampling.
         seed: environment reset seed and torch seed for sampled actions.
         max_env_steps: safety cap on drone-steps; exceeding it raises.
 
     Returns:
-        :class:`EvaluationReport`.
+        :class:`EvaluationReport` with one row per planned episode.
 
     Raises:
-        RuntimeError: fewer than ``episodes`` episodes finished within ``max_env_steps``.
+        RuntimeError: the plan did not finish within ``max_env_steps``.
     """
-    if episodes < 1:
-        raise ValueError("episodes must be >= 1")
+    plan = plan if plan is not None else make_plan(env, episodes_per_scene, seed)
     was_training = isinstance(policy, nn.Module) and policy.training
     if isinstance(policy, nn.Module):
         policy.eval()
     torch.manual_seed(seed)
-    device = env.device
-    B = env.num_actors
-    obs = env.reset(seed).to(device)
+    device, B = env.device, env.num_actors
+    env.reset(seed)
+    episodes = _Episodes(plan, env, device)
+    obs = episodes.assign(env, torch.arange(B, device=device), plan)
+    assert obs is not None
+    obs = obs.to(device).clone()
     state = policy.initial_state(B, device)
     episode_start = torch.ones(B, dtype=torch.bool, device=device)
-    totals = _EpisodeAccumulator(B, device)
-    position, _ = env.poses()
+    uses_pose = bool(getattr(policy, "uses_pose", False))
+    zeros = torch.zeros(B, device=device)
     steps = 0
-    while len(totals.finished) < episodes:
+    while bool((episodes.assigned >= 0).any()):
         if steps >= max_env_steps:
             raise RuntimeError(
-                f"only {len(totals.finished)} of {episodes} episodes finished in {max_env_steps} drone-steps"
+                f"the plan of {plan.size} episodes did not finish in {max_env_steps} drone-steps"
             )
-        acted = policy.act(obs, state, episode_start, deterministic=deterministic)
-        step = env.step(clip_action(acted.action))
-        done = step.terminated | step.truncated
-        new_position, _ = env.poses()
-        moved = (new_position - position).norm(dim=1).to(device) * (~done).float()
-        zeros = torch.zeros(B, device=device)
-        totals.add(step.reward.to(device), step.info.get("collision", zeros).float().to(device), moved)
-        totals.close(done.to(device), step.info.get("coverage", zeros).float().to(device))
-        obs, state, episode_start, position = (
-            step.obs.to(device).clone(),
-            acted.state,
-            done.to(device),
-            new_position,
-        )
+        extra: dict[str, Any] = {"pose": env.poses()} if uses_pose else {}
+        acted = policy.act(obs, state, episode_start, deterministic=deterministic, **extra)
+        action = clip_action(acted.action)
+        step = env.step(action)
+        done = (step.terminated | step.truncated).to(device)
+        info = step.info
+        path = info.get("speed", zeros).to(device).float() * env.dt
+        collision = info.get("collision", zeros).to(device).float()
+        coverage = info.get("coverage", zeros).to(device).float()
+        episodes.add(step.reward.to(device), collision, path, coverage, action[:, 3].to(device).float())
+        ended = (done & (episodes.assigned >= 0)).nonzero().squeeze(1)
+        obs = step.obs
+        if ended.numel():
+            episodes.finish(ended, plan, env.dt)
+            started = episodes.assign(env, ended, plan)
+            obs = started if started is not None else obs
+        episodes.clear(done)
+        obs, state, episode_start = obs.to(device).clone(), acted.state, done
         steps += B
     if isinstance(policy, nn.Module):
         policy.train(was_training)
-    rows = torch.tensor(totals.finished[:episodes], dtype=torch.float64)  # [E, 5]
-    returns, lengths = rows[:, 0], rows[:, 1]
-    return EvaluationReport(
-        episodes=episodes,
-        mean_return=float(returns.mean()),
-        std_return=float(returns.std()) if episodes > 1 else 0.0,
-        mean_length=float(lengths.mean()),
-        collision_rate=float(rows[:, 2].sum() / lengths.sum()),
-        coverage=float(rows[:, 4].mean()),
-        path_length=float(rows[:, 3].mean()),
-        deterministic=deterministic,
-        seed=seed,
-    )
+    return EvaluationReport(plan, episodes.columns, deterministic, seed)

@@ -18,7 +18,10 @@ import click
 @click.option("--total-steps", type=int, help="Stop after this many batched steps.")
 @click.option("--episodes", type=int, help="Stop once this many episodes have finished.")
 @click.option("--seed", type=int, help="Environment reset seed (default 0).")
-@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://*:5557).")
+@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://127.0.0.1:5557).")
+@click.option(
+    "--keys", type=click.Path(path_type=Path, file_okay=False), help="CURVE keys folder: secure telemetry."
+)
 @click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
 @click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False), help="Fly in this scene.")
 @click.option("--corpus", type=click.Path(path_type=Path, file_okay=False), help="Corpus folder of scenes.")
@@ -34,6 +37,7 @@ def infer(
     episodes: int | None,
     seed: int | None,
     telemetry_pub: str | None,
+    keys: Path | None,
     no_telemetry: bool,
     gmdag_file: Path | None,
     corpus: Path | None,
@@ -55,6 +59,7 @@ def infer(
     from navi_actor.runners.env_factory import build_environment
     from navi_actor.service.command import artifacts_dir, build_brain_settings, exit_now, start_process
     from navi_contracts import Publisher
+    from navi_contracts.curve import load_keys
     from navi_contracts.telemetry_names import INFERENCE_SOURCE
 
     settings = build_brain_settings(
@@ -64,7 +69,7 @@ def infer(
             "episodes": episodes,
             "seed": seed,
         },
-        telemetry={"endpoint": telemetry_pub, "enabled": False if no_telemetry else None},
+        telemetry={"endpoint": telemetry_pub, "enabled": False if no_telemetry else None, "keys": keys},
         environment={"gmdag_file": gmdag_file, "corpus": corpus, "backend": env_backend},
         rollout={"num_actors": actors},
         train={"device": device, "torch_threads": torch_threads},
@@ -84,7 +89,11 @@ def infer(
     except (ValueError, FileNotFoundError) as error:  # CheckpointError is a ValueError
         raise click.ClickException(str(error)) from error
     stepper = PolicyStepper(policy, built.env.num_actors, deterministic=config.deterministic)
-    publisher = Publisher(settings.telemetry.endpoint) if settings.telemetry.enabled else None
+    publisher = (
+        Publisher(settings.telemetry.endpoint, curve=load_keys(settings.telemetry.keys))
+        if settings.telemetry.enabled
+        else None
+    )
     telemetry = ActingTelemetry(
         publisher,
         INFERENCE_SOURCE,

@@ -13,6 +13,7 @@ import click
 
 from navi_actor.launcher.child import ChildSpec
 from navi_contracts.signals import on_termination, raise_interrupt
+from navi_contracts.topics import LOCALHOST, LOOPBACK, with_host
 
 _ENV_ENTRY = "import sys; from navi_environment.cli import main; sys.exit(main())"
 
@@ -31,15 +32,18 @@ def stack_specs(
     Returns:
         ``env``, ``brain`` and, when asked and installed, ``dashboard``.
     """
-    service = settings.service
-    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--pub", _bind_of(service.sub_endpoint)]
-    env_argv += ["--rep", _bind_of(service.step_endpoint), "--actors", str(actors)]
+    service, listen = settings.service, settings.launcher.listen
+    keys = stack_keys(settings)
+    secure = ["--keys", str(keys)] if keys is not None else []
+    brain_pub = with_host(service.pub_endpoint, listen) if listen else service.pub_endpoint
+    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--pub", _bind_of(service.sub_endpoint, listen)]
+    env_argv += ["--rep", _bind_of(service.step_endpoint, listen), "--actors", str(actors), *secure]
     if gmdag_file is not None:
         env_argv += ["--gmdag-file", str(gmdag_file)]
     if corpus is not None:
         env_argv += ["--corpus", str(corpus)]
     if service.mode == "async":  # the environment steps on the actions the brain publishes
-        env_argv += ["--mode", "async", "--action-sub", service.pub_endpoint.replace("*", "localhost")]
+        env_argv += ["--mode", "async", "--action-sub", with_host(brain_pub, LOCALHOST)]
     brain_argv = [
         sys.executable,
         "-m",
@@ -49,10 +53,11 @@ def stack_specs(
         "--sub",
         service.sub_endpoint,
         "--pub",
-        service.pub_endpoint,
+        brain_pub,
         "--step-endpoint",
         service.step_endpoint,
         "--deterministic" if service.deterministic else "--stochastic",
+        *secure,
     ]
     if service.checkpoint is not None:
         brain_argv += ["--checkpoint", str(service.checkpoint)]
@@ -61,16 +66,26 @@ def stack_specs(
         if importlib.util.find_spec("navi_dashboard") is None:
             click.echo("navi-stack: navi-dashboard is not installed; running without it", err=True)
         else:
-            specs.append(ChildSpec("dashboard", [sys.executable, "-m", "navi_dashboard"]))
+            web = ["--host", listen] if listen else []
+            specs.append(ChildSpec("dashboard", [sys.executable, "-m", "navi_dashboard", *web, *secure]))
     return specs
 
 
-def _bind_of(connect_endpoint: str) -> str:
-    """The bind endpoint matching the brain's connect endpoint: ``tcp://localhost:5559`` -> ``tcp://*:5559``."""
-    scheme, _, address = connect_endpoint.partition("://")
-    if scheme != "tcp":
-        return connect_endpoint
-    return f"tcp://*:{address.rsplit(':', 1)[1]}"
+def stack_keys(settings: Any) -> Path | None:
+    """The CURVE keys folder of the stack: ``service.keys``, else ``artifacts/keys`` with ``--secure``."""
+    if settings.service.keys is not None:
+        return Path(settings.service.keys)
+    if settings.launcher.secure:
+        from navi_contracts.curve import default_keys_dir
+
+        return default_keys_dir()
+    return None
+
+
+def _bind_of(connect_endpoint: str, listen: str | None) -> str:
+    """The bind endpoint matching the brain's connect endpoint: ``tcp://localhost:5559`` ->
+    ``tcp://127.0.0.1:5559`` (or ``tcp://<listen>:5559`` when the stack listens wider)."""
+    return with_host(connect_endpoint, listen or LOOPBACK)
 
 
 @click.command("navi-stack", context_settings={"help_option_names": ["-h", "--help"]})
@@ -92,6 +107,21 @@ def _bind_of(connect_endpoint: str) -> str:
     type=click.Choice(["restart", "stop"]),
     help="When a process exits by itself: restart it (default) or stop the whole stack.",
 )
+@click.option(
+    "--secure",
+    is_flag=True,
+    default=None,
+    help="CURVE keys on every socket (--keys, default artifacts/keys from `navi-contracts keys generate`).",
+)
+@click.option(
+    "--keys",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="CURVE keys folder for every process (implies --secure).",
+)
+@click.option(
+    "--listen",
+    help="Interface the servers and the dashboard bind, e.g. 0.0.0.0 (default: 127.0.0.1 only).",
+)
 def main(
     *,
     with_dashboard: bool | None,
@@ -102,18 +132,25 @@ def main(
     checkpoint: Path | None,
     deterministic: bool | None,
     on_exit: str | None,
+    secure: bool | None,
+    keys: Path | None,
+    listen: str | None,
 ) -> None:
     """Run navi-environment serve + the brain (+ navi-dashboard) together; Ctrl+C stops them all.
 
     Output of every process is shown with an [env] / [brain] / [dashboard] prefix. A process that
     exits by itself is restarted with a back-off (the brain re-synchronises with a restarted
     environment); one that keeps failing stops the stack. --on-exit stop stops everything instead.
+
+    Everything listens on 127.0.0.1 unless --listen says otherwise; --secure adds CURVE
+    authentication and encryption to every ZeroMQ socket (docs/security.md).
     """
     try:
         with on_termination(raise_interrupt):  # start-up: nothing is running yet, just leave
             supervisor = _build_supervisor(with_dashboard=with_dashboard, gmdag_file=gmdag_file,
                                            corpus=corpus, actors=actors, mode=mode, checkpoint=checkpoint,
-                                           deterministic=deterministic, on_exit=on_exit)  # fmt: skip
+                                           deterministic=deterministic, on_exit=on_exit, secure=secure,
+                                           keys=keys, listen=listen)  # fmt: skip
     except KeyboardInterrupt:
         click.echo("navi-stack: interrupted before anything started", err=True)
         return
@@ -139,20 +176,30 @@ def _build_supervisor(
     checkpoint: Path | None,
     deterministic: bool | None,
     on_exit: str | None,
+    secure: bool | None,
+    keys: Path | None,
+    listen: str | None,
 ) -> Any:
     from navi_actor.launcher.supervisor import Supervisor
     from navi_actor.service.command import build_brain_settings
     from navi_contracts.logging import configure_logging
+    from navi_contracts.topics import is_loopback_host
 
     if gmdag_file is not None and corpus is not None:
         raise click.UsageError("give at most one of --gmdag-file and --corpus")
     if actors < 1:
         raise click.UsageError("--actors must be >= 1")
     settings = build_brain_settings(
-        service={"mode": mode, "checkpoint": checkpoint, "deterministic": deterministic},
-        launcher={"with_dashboard": with_dashboard, "on_exit": on_exit},
+        service={"mode": mode, "checkpoint": checkpoint, "deterministic": deterministic, "keys": keys},
+        launcher={"with_dashboard": with_dashboard, "on_exit": on_exit, "secure": secure, "listen": listen},
     )
     configure_logging(settings.log_level, settings.log_json)
+    _check_stack_keys(stack_keys(settings))
+    if settings.launcher.listen and not is_loopback_host(settings.launcher.listen):
+        click.echo(
+            f"navi-stack: servers listen on {settings.launcher.listen}: reachable from other machines",
+            err=True,
+        )
     specs = stack_specs(settings, gmdag_file=gmdag_file, corpus=corpus, actors=actors)
     click.echo(f"navi-stack: starting {', '.join(spec.name for spec in specs)} (Ctrl+C stops all)", err=True)
     launcher = settings.launcher
@@ -163,3 +210,16 @@ def _build_supervisor(
         restart_window_s=launcher.restart_window_s,
         grace_s=launcher.grace_s,
     )
+
+
+def _check_stack_keys(keys: Path | None) -> None:
+    """Secure mode needs both key halves on this machine (every process of the stack runs here)."""
+    if keys is None:
+        return
+    from navi_contracts.curve import KeysError, load_keys
+
+    try:
+        load_keys(keys, server=True, client=True)
+    except KeysError as error:
+        hint = "generate keys with: uv run navi-contracts keys generate"
+        raise click.ClickException(f"{error} ({hint})") from error

@@ -22,3 +22,11 @@ class LauncherConfig(SettingsGroup):
     grace_s: float = Field(
         default=3.0, gt=0.0, description="Time a child gets to stop after Ctrl+C before it is killed."
     )
+    secure: bool = Field(
+        default=False,
+        description="CURVE on every socket with the keys of service.keys (default artifacts/keys).",
+    )
+    listen: str | None = Field(
+        default=None,
+        description="Interface the servers bind (e.g. 0.0.0.0); null: loopback only (docs/security.md).",
+    )

@@ -1,9 +1,30 @@
-"""The actor's networks: encoders, temporal cores, heads and the policy that joins them."""
+"""The actor's networks: encoders, temporal cores, heads and the policy that joins them.
 
-from navi_actor.models.config import ENCODER_BACKENDS, TEMPORAL_CORES, PolicyConfig
-from navi_actor.models.heads import clip_action, gaussian_entropy, gaussian_log_prob
-from navi_actor.models.policy import ActOutput, NaviPolicy, SequenceEval
+Exports load lazily so that the settings groups (``navi_actor.models.config`` and the like) can be
+imported by ``navi_actor.config`` without torch: ``--help`` and settings stay light.
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from navi_actor.models.config import ENCODER_BACKENDS, TEMPORAL_CORES, PolicyConfig
+    from navi_actor.models.heads import clip_action, gaussian_entropy, gaussian_log_prob
+    from navi_actor.models.policy import ActOutput, NaviPolicy, SequenceEval
+
+_EXPORTS = {
+    "ActOutput": "navi_actor.models.policy",
+    "ENCODER_BACKENDS": "navi_actor.models.config",
+    "NaviPolicy": "navi_actor.models.policy",
+    "PolicyConfig": "navi_actor.models.config",
+    "SequenceEval": "navi_actor.models.policy",
+    "TEMPORAL_CORES": "navi_actor.models.config",
+    "clip_action": "navi_actor.models.heads",
+    "gaussian_entropy": "navi_actor.models.heads",
+    "gaussian_log_prob": "navi_actor.models.heads",
+}
 __all__ = [
     "ENCODER_BACKENDS",
     "TEMPORAL_CORES",
@@ -15,3 +36,9 @@ __all__ = [
     "gaussian_entropy",
     "gaussian_log_prob",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'navi_actor.models' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

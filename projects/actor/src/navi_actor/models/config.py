@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from navi_actor.models.observation_scaling import InputTransform
-
 EncoderBackend = Literal["rayvit", "spherical_cnn"]
 TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
+InputTransform = Literal["none", "sqrt_depth", "log_depth"]
 ENCODER_BACKENDS: tuple[str, ...] = ("rayvit", "spherical_cnn")
 TEMPORAL_CORES: tuple[str, ...] = ("mamba2", "gru", "mambapy")
+INPUT_TRANSFORMS: tuple[str, ...] = ("none", "sqrt_depth", "log_depth")
 
 
 def _check_choice(kind: str, value: Any, choices: tuple[str, ...]) -> Any:
@@ -54,6 +54,14 @@ class PolicyConfig(BaseModel):
     )
     log_std_min: float = Field(default=-5.0, description="Lower clamp of the action log-std.")
     log_std_max: float = Field(default=1.0, description="Upper clamp of the action log-std.")
+    log_std_mode: Literal["global", "state"] = Field(
+        default="global",
+        description="Action log-std: one learned vector for every state (global), or linear in the "
+        "core features starting at that vector (state).",
+    )
+    value_head_init: Literal["orthogonal", "zero"] = Field(
+        default="orthogonal", description="Critic output layer initialisation (zero: V = 0 everywhere)."
+    )
 
     patch_size: int = Field(default=8, gt=0, description="rayvit: square patch size in bins.")
     vit_dim: int = Field(default=64, gt=0, description="rayvit: transformer token width (multiple of 4).")

@@ -1,9 +1,12 @@
 """Actor and critic heads on the core features.
 
-The Gaussian actor uses a state-independent learnable log-std (clamped to a sane range) so
-exploration noise is a slowly learned global quantity rather than something the network can
-blow up per state. Sampled actions are *raw*: log-probabilities refer to the unclipped sample,
-and :func:`clip_action` maps them into the physics range [-1, 1] at the call site.
+The Gaussian actor's log-std is by default a state-independent learnable vector (clamped to a sane
+range), so exploration noise is a slowly learned global quantity. ``log_std_mode="state"`` computes
+it from the features instead (a linear map starting at zero weights, i.e. at the global value), so a
+policy can be sure where it knows what to do and noisy where it does not: then the noise is not the
+only thing that makes it explore, and its mean action (how it is deployed) carries the behaviour.
+Sampled actions are *raw*: log-probabilities refer to the unclipped sample, and
+:func:`clip_action` maps them into the physics range [-1, 1] at the call site.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
 
 
 class GaussianActorHead(nn.Module):
-    """Linear mean and a clamped, state-independent log-std."""
+    """Linear mean and a clamped log-std: a global learnable vector, or linear in the features."""
 
     def __init__(
         self,
@@ -41,7 +44,9 @@ class GaussianActorHead(nn.Module):
         action_dim: int,
         init_log_std: float,
         log_std_range: tuple[float, float],
+        *,
         init_forward_mean: float = 0.0,
+        state_dependent_std: bool = False,
     ) -> None:
         super().__init__()
         self.mean = nn.Linear(features, action_dim)
@@ -54,21 +59,35 @@ class GaussianActorHead(nn.Module):
             self.mean.bias[0] = init_forward_mean
         self.log_std_param = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
         self.log_std_range = log_std_range
+        self.log_std_layer: nn.Linear | None = None
+        if state_dependent_std:
+            # zero weights: every state starts at the global value ``log_std_param``
+            self.log_std_layer = nn.Linear(features, action_dim)
+            nn.init.zeros_(self.log_std_layer.weight)
+            nn.init.zeros_(self.log_std_layer.bias)
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Map features ``[..., F]`` to mean ``[..., A]`` and log-std ``[..., A]``."""
         mean = self.mean(features)
-        log_std = self.log_std_param.clamp(*self.log_std_range).expand_as(mean)
-        return mean, log_std
+        if self.log_std_layer is None:
+            return mean, self.log_std_param.clamp(*self.log_std_range).expand_as(mean)
+        return mean, (self.log_std_param + self.log_std_layer(features)).clamp(*self.log_std_range)
 
 
 class ValueHead(nn.Module):
-    """Linear state-value estimate."""
+    """Linear state-value estimate.
 
-    def __init__(self, features: int) -> None:
+    ``zero_init`` starts it at exactly 0 for every state (some reference trainers do, so the first
+    advantages are the plain discounted returns rather than returns minus random values).
+    """
+
+    def __init__(self, features: int, zero_init: bool = False) -> None:
         super().__init__()
         self.value = nn.Linear(features, 1)
-        nn.init.orthogonal_(self.value.weight, gain=1.0)
+        if zero_init:
+            nn.init.zeros_(self.value.weight)
+        else:
+            nn.init.orthogonal_(self.value.weight, gain=1.0)
         nn.init.zeros_(self.value.bias)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:

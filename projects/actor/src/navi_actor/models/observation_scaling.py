@@ -18,12 +18,11 @@ acting and when re-evaluating sequences.
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import torch
 
-InputTransform = Literal["none", "sqrt_depth", "log_depth"]
-INPUT_TRANSFORMS: tuple[str, ...] = ("none", "sqrt_depth", "log_depth")
+from navi_actor.models.config import InputTransform
+
 DEPTH_FLOOR = 1e-3
 """Normalised depth mapped to 0 (3 cm at a 30 m horizon); smaller values clamp to it."""
 SEMANTIC_SCALE = 1.0 / 8.0

@@ -58,8 +58,9 @@ class NaviPolicy(nn.Module):
             cfg.init_log_std,
             (cfg.log_std_min, cfg.log_std_max),
             init_forward_mean=cfg.init_forward_mean,
+            state_dependent_std=cfg.log_std_mode == "state",
         )
-        self.critic = ValueHead(cfg.embed_dim)
+        self.critic = ValueHead(cfg.embed_dim, zero_init=cfg.value_head_init == "zero")
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
 
     @property

@@ -2,11 +2,14 @@
 
 Promoting copies a checkpoint to the next ``vNNN.pt``, refreshes ``latest.pt`` and appends an entry
 to ``registry.json``; every file is written to a temporary name in the same folder and renamed into
-place, so readers never see a half-written model. "Best" is the entry with the highest reward EMA.
+place, so readers never see a half-written model. "Best" is the entry with the highest reward EMA,
+among the entries comparable with a run when one is named: reward EMAs are comparable only between
+models trained on the same corpus summary (scenes, episode length, reward settings).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -14,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +47,18 @@ class RegistryEntry(BaseModel):
     promoted_at: str
     notes: str = ""
     tags: list[str] = Field(default_factory=list)
+    comparison_key: str | None = None  #: :func:`comparison_key` of its corpus summary (None: older entry)
+
+
+def comparison_key(corpus_summary: dict[str, Any]) -> str:
+    """A short digest of a corpus summary: equal keys mean reward EMAs measured on the same task.
+
+    Why: a 3-minute run on one easy scene (reward EMA -31.8) outranked corpus runs (-125) and became
+    the model every later run resumed from; returns on different scenes or episode lengths do not
+    compare.
+    """
+    canonical = json.dumps(corpus_summary, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 class RegistryFile(BaseModel):
@@ -119,14 +135,22 @@ class ModelRegistry:
         """Every promoted model, oldest first."""
         return list(self._read().models)
 
-    def latest(self) -> RegistryEntry | None:
-        """The most recently promoted model, if any."""
-        models = self._read().models
+    def latest(self, comparable_to: str | None = None) -> RegistryEntry | None:
+        """The most recently promoted model, if any (only those with key ``comparable_to`` when given)."""
+        models = [
+            e for e in self._read().models if comparable_to is None or e.comparison_key == comparable_to
+        ]
         return models[-1] if models else None
 
-    def best(self) -> RegistryEntry | None:
-        """The model with the highest reward EMA (entries without one are ignored)."""
-        scored = [entry for entry in self._read().models if entry.reward_ema is not None]
+    def best(self, comparable_to: str | None = None) -> RegistryEntry | None:
+        """The model with the highest reward EMA (entries without one are ignored), among the entries
+        with comparison key ``comparable_to`` when it is given."""
+        scored = [
+            entry
+            for entry in self._read().models
+            if entry.reward_ema is not None
+            and (comparable_to is None or entry.comparison_key == comparable_to)
+        ]
         return max(scored, key=lambda entry: entry.reward_ema or 0.0) if scored else None
 
     def path_of(self, entry: RegistryEntry) -> Path:
@@ -167,6 +191,7 @@ class ModelRegistry:
             promoted_at=datetime.now(UTC).isoformat(),
             notes=notes,
             tags=list(tags or []),
+            comparison_key=comparison_key(loaded.corpus_summary) if loaded.corpus_summary else None,
         )
         _atomic_copy(checkpoint, self.folder / entry.file)
         _atomic_copy(checkpoint, self.latest_path)

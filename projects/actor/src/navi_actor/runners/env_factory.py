@@ -7,6 +7,7 @@ a corpus folder, or the default corpus, which is built first when missing (with 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,16 +71,8 @@ def scene_paths(choice: EnvironmentChoice, env_settings: EnvironmentSettings) ->
     return corpus_scenes(ensure_default_corpus(env_settings=env_settings, progress=True))
 
 
-def with_episode_steps(env_settings: EnvironmentSettings, steps: int | None) -> EnvironmentSettings:
-    """``env_settings`` with its episodes truncated after ``steps`` steps.
-
-    Unchanged when ``steps`` is None or when ``episode.max_steps`` was given explicitly (e.g.
-    ``NAVI_ENV_EPISODE__MAX_STEPS``): an explicit simulator setting wins over the actor's default.
-    """
-    if steps is None or "max_steps" in env_settings.episode.model_fields_set:
-        return env_settings
-    episode = env_settings.episode.model_copy(update={"max_steps": steps})
-    return env_settings.model_copy(update={"episode": episode})
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def build_environment(
@@ -107,18 +100,29 @@ def build_environment(
             max_steps=choice.point_max_steps,
             device=device,
         )
-        return BuiltEnvironment(env, {"backend": "point", "scenes": 0})
+        return BuiltEnvironment(
+            env, {"backend": "point", "scenes": 0, "episode_max_steps": choice.point_max_steps}
+        )
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
     from navi_environment.runtime.tracer import configure_numba
 
-    env_settings = with_episode_steps(env_settings or EnvironmentSettings(), choice.episode_steps)
+    env_settings = env_settings or EnvironmentSettings()  # episode length: episode.max_steps, one place
     # Before anything numba-parallel runs (building the default corpus does): numba fixes its
     # threading layer at the first parallel launch, and OpenMP's spinning pool starves torch's.
     configure_numba(env_settings.tracer)
     scenes = scene_paths(choice, env_settings)
     backend = SdfDagBackend(env_settings, num_actors, device=device, scene_paths=scenes)
     names = [path.name for path in scenes]
-    summary = {"backend": "sdfdag", "scenes": len(names), "names": names[:64]}
+    summary = {
+        "backend": "sdfdag",
+        "scenes": len(names),
+        "names": names[:64],
+        # What makes two runs' returns comparable beyond the scenes (registry promotion, resume):
+        "episode_max_steps": env_settings.episode.max_steps,
+        "reward_settings": _digest(
+            env_settings.reward.model_dump_json() + env_settings.episode.model_dump_json()
+        ),
+    }
     log.info("actor.env.built", backend="sdfdag", scenes=len(names), actors=num_actors, device=device)
     return BuiltEnvironment(backend, summary)

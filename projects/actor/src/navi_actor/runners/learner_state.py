@@ -26,6 +26,7 @@ from navi_actor.checkpoints import (
 from navi_actor.config import ActorSettings
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.registry import ModelRegistry, RegistryEntry
+from navi_actor.registry.model_registry import comparison_key
 from navi_actor.runners.progress import TrainingCounters
 from navi_actor.runners.resume import capture_rng, choose_start, restore
 from navi_actor.runners.run_folder import RunFolder
@@ -57,6 +58,7 @@ class LearnerState:
     shaping: ActorShaping
     counters: TrainingCounters
     parent_checkpoint: str | None
+    start_description: str = "a fresh policy"  #: what the run starts from, in plain words
 
     @classmethod
     def build(
@@ -66,6 +68,8 @@ class LearnerState:
         num_actors: int,
         registry: ModelRegistry,
         explicit: Path | None,
+        *,
+        corpus_summary: dict[str, Any] | None = None,
     ) -> LearnerState:
         """Start fresh or resume (``--checkpoint``, else the registry's latest unless disabled).
 
@@ -75,12 +79,15 @@ class LearnerState:
             num_actors: drones whose rewards the shaper sees at once (B, or N x B for Ray).
             registry: the model registry (auto-resume source).
             explicit: a checkpoint named on the command line.
+            corpus_summary: what this run trains on; a killed run on the same corpus is continued.
 
         Returns:
             The state, with counters, optimiser, RNG and shaping modules restored when resuming.
         """
         device = torch.device(settings.train.device)
-        start = choose_start(settings, observation_shape, registry, explicit=explicit)
+        start = choose_start(
+            settings, observation_shape, registry, explicit=explicit, corpus_summary=corpus_summary
+        )
         torch.manual_seed(settings.train.seed)
         policy = NaviPolicy(start.policy_config).to(device)
         learner = PPOLearner(policy, settings.ppo, reference_policy=reference_policy(settings, device))
@@ -91,7 +98,17 @@ class LearnerState:
             counters = restore(start.checkpoint, learner, shuffle, shaping.modules)
             shaping.resume_at(counters.step_id)
         parent = str(start.path) if start.path is not None else None
-        return cls(settings, start.policy_config, policy, learner, shuffle, shaping, counters, parent)
+        return cls(
+            settings,
+            start.policy_config,
+            policy,
+            learner,
+            shuffle,
+            shaping,
+            counters,
+            parent,
+            start.description,
+        )
 
     def checkpoint(self, corpus_summary: dict[str, Any]) -> Checkpoint:
         """The current state as a v3 :class:`Checkpoint` (training_source ``rl``)."""
@@ -133,7 +150,7 @@ class LearnerState:
         ema = self.counters.reward_ema
         if not self.settings.checkpoint.auto_promote or ema is None:
             return []
-        best = registry.best()
+        best = registry.best(comparable_to=comparison_key(corpus_summary))  # like with like only
         if best is not None and best.reward_ema is not None and ema <= best.reward_ema:
             return []
         return [registry.promote(path, notes=f"auto-promoted from {origin}", tags=["auto"])]

@@ -22,9 +22,10 @@ from navi_actor.checkpoints import (
 )
 from navi_actor.config import ActorSettings
 from navi_actor.registry import ModelRegistry, RegistryEntry
+from navi_actor.runners.console import ProgressSink, as_sink
 from navi_actor.runners.env_factory import BuiltEnvironment
 from navi_actor.runners.learner_state import LearnerState
-from navi_actor.runners.progress import Stopwatch, progress_line, update_record
+from navi_actor.runners.progress import RunProgress, Stopwatch, carry_forward, progress_line, update_record
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.runners.run_folder import RunFolder, new_run_id
 from navi_actor.storage import RolloutStorage
@@ -58,7 +59,8 @@ class OnPolicyRunner:
         artifacts_dir: the ``artifacts/`` folder (runs and the model registry live under it).
         checkpoint: explicit start checkpoint (``--checkpoint``).
         telemetry: optional live telemetry publisher.
-        progress: callback receiving the human progress line.
+        progress: where human words go: a :class:`ProgressSink` (live line on a terminal) or a
+            ``str -> None`` callback.
     """
 
     def __init__(
@@ -69,14 +71,19 @@ class OnPolicyRunner:
         artifacts_dir: Path,
         checkpoint: Path | None = None,
         telemetry: TrainingTelemetry | None = None,
-        progress: Callable[[str], None] | None = None,
+        progress: ProgressSink | Callable[[str], None] | None = None,
     ) -> None:
         self.settings, self.env, self.corpus_summary = settings, built.env, built.corpus_summary
-        self.telemetry, self.progress = telemetry, progress
+        self.telemetry, self.progress = telemetry, as_sink(progress)
         self.registry = ModelRegistry(artifacts_dir / "models")
         device = torch.device(settings.train.device)
         self.state = LearnerState.build(
-            settings, self.env.observation_shape, self.env.num_actors, self.registry, checkpoint
+            settings,
+            self.env.observation_shape,
+            self.env.num_actors,
+            self.registry,
+            checkpoint,
+            corpus_summary=self.corpus_summary,
         )
         state = self.state
         self.policy, self.learner, self.shuffle = state.policy, state.learner, state.shuffle
@@ -120,9 +127,6 @@ class OnPolicyRunner:
             },
         )
         self._last_checkpoint_step, self._saved_once = self.counters.step_id, False
-        log.info(
-            "actor.train.started", run_id=self.run.run_id, run_dir=str(self.run.path), device=str(device)
-        )
 
     def _on_step(self, obs: torch.Tensor) -> None:
         if self.telemetry is not None:
@@ -135,10 +139,45 @@ class OnPolicyRunner:
     def run_training(self) -> TrainSummary:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
 
-        Every log event of the run is also kept in the run folder's ``logs/events.jsonl``.
+        Every log event of the run, from ``actor.train.started`` on, is kept in the run folder's
+        ``logs/events.jsonl``, every metrics line goes to TensorBoard / W&B too when ``train.logger``
+        chooses one, and the first lines a person sees say what the run starts from.
         """
-        with self.run.capturing_logs():
-            return self._train()
+        logger, config = self.settings.train.logger, self.settings.model_dump(mode="json")
+        with self.run.capturing_logs(), self.run.mirroring_metrics(logger, config):
+            log.info(
+                "actor.train.started",
+                run_id=self.run.run_id,
+                run_dir=str(self.run.path),
+                device=self.settings.train.device,
+                resumed_from=self.parent_checkpoint,
+                start_step_id=self.counters.step_id,
+            )
+            self._note(f"run {self.run.run_id}: {self.state.start_description}")
+            self._note(f"run folder {self.run.path} (logs/events.jsonl holds the structured log)")
+            try:
+                return self._train()
+            finally:
+                if self.progress is not None:
+                    self.progress.close()
+
+    def _note(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.note(text)
+
+    def _status(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.status(text)
+
+    def _eta(self, steps: int, seconds: float) -> float | None:
+        """Seconds left under --total-steps / --max-minutes (the sooner of the two), None if unbounded."""
+        total, max_minutes = self.settings.train.total_steps, self.settings.train.max_minutes
+        left = []
+        if total is not None and steps > 0:
+            left.append(max(total - steps, 0) * seconds / steps)
+        if max_minutes is not None:
+            left.append(max(60 * max_minutes - seconds, 0.0))
+        return min(left) if left else None
 
     def _train(self) -> TrainSummary:
         total, max_minutes = self.settings.train.total_steps, self.settings.train.max_minutes
@@ -146,13 +185,26 @@ class OnPolicyRunner:
         steps, updates, interrupted = 0, 0, False
         promoted: list[RegistryEntry] = []
         next_progress = 0.0
+        shown: dict[str, float] = {}  # the last progress line's values (episode metrics carried forward)
         try:
             while (total is None or steps < total) and (
                 max_minutes is None or clock.total() < 60 * max_minutes
             ):
-                stats = self.collector.collect(self.settings.rollout.gamma, self.settings.rollout.gae_lambda)
+                if updates == 0:
+                    self._status(
+                        f"collecting the first rollout ({self.settings.rollout.rollout_length} steps x "
+                        f"{self.env.num_actors} drones; the first steps compile the simulator's kernels)"
+                    )
+                rollout = self.settings.rollout
+                stats = self.collector.collect(
+                    *self.learner.discount(
+                        rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
+                    )
+                )
                 if max_minutes is not None:
                     self.learner.set_time_spent(clock.total() / (60 * max_minutes))
+                if updates == 0:
+                    self._status(f"first PPO update ({self.settings.ppo.epochs} epochs) ...")
                 result = self.learner.update(
                     self.storage, self.shuffle, self.shaping.auxiliary_step, on_minibatch=self._heartbeat
                 )
@@ -162,17 +214,20 @@ class OnPolicyRunner:
                 self.run.append_metrics(record)
                 if self.telemetry is not None:
                     self.telemetry.publish_update(self.counters.step_id, record)
-                if self.progress is not None and clock.total() >= next_progress:
-                    self.progress(progress_line(record))
-                    next_progress = clock.total() + self.settings.train.progress_seconds
                 if self.counters.step_id - self._last_checkpoint_step >= self.settings.checkpoint.every_steps:
                     promoted += self.save_checkpoint()
+                shown = carry_forward(shown, record)  # every update: episodes end between two lines
+                if clock.total() >= next_progress:
+                    self._status(progress_line(shown, self._run_progress(steps, clock.total())))
+                    next_progress = clock.total() + self.settings.train.progress_seconds
         except KeyboardInterrupt:
             interrupted = True
             log.info("actor.train.interrupted", step_id=self.counters.step_id)
+            self._note(f"interrupted at step {self.counters.step_id:,}: writing the final checkpoint")
         if self.counters.step_id != self._last_checkpoint_step or not self._saved_once:
             promoted += self.save_checkpoint()
         final = checkpoint_path(self.run.checkpoints, self.counters.step_id)
+        self.run.mark_finished(self.counters.step_id, interrupted=interrupted)
         summary = TrainSummary(
             run_id=self.run.run_id,
             run_dir=self.run.path,
@@ -187,6 +242,14 @@ class OnPolicyRunner:
         )
         log.info("actor.train.finished", run_id=summary.run_id, step_id=summary.step_id, steps=steps)
         return summary
+
+    def _run_progress(self, steps: int, seconds: float) -> RunProgress:
+        return RunProgress(
+            elapsed_seconds=seconds,
+            steps_this_run=steps,
+            eta_seconds=self._eta(steps, seconds),
+            last_checkpoint_step=self._last_checkpoint_step if self._saved_once else None,
+        )
 
     def checkpoint(self) -> Checkpoint:
         """The current training state as a :class:`Checkpoint`."""

@@ -89,6 +89,40 @@ class PointGoalEnv:
         z = torch.zeros(self._num_actors, 1, device=self._device)
         return torch.cat([self.position, z], dim=1), self.yaw.clone()
 
+    # --- planned episodes (paired evaluation) -----------------------------------------------------
+
+    num_scenes = 1
+
+    def sample_starts(self, scene: int, count: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``count`` start poses in the arena (z = 0): positions [count,3], yaws [count]."""
+        del scene
+        generator = torch.Generator().manual_seed(int(seed))
+        xy = (torch.rand(count, 2, generator=generator) * 2 - 1) * (self.half - 0.5)
+        yaw = torch.rand(count, generator=generator) * 2 * math.pi
+        return torch.cat([xy, torch.zeros(count, 1)], dim=1), yaw
+
+    def start_episodes(
+        self, rows: torch.Tensor, scenes: torch.Tensor, positions: torch.Tensor, yaws: torch.Tensor
+    ) -> torch.Tensor:
+        """Start planned episodes for ``rows``; the goal is the start mirrored through the arena centre
+        (a function of the start, so a planned episode is the same for every policy)."""
+        del scenes
+        mask = torch.zeros(self._num_actors, dtype=torch.bool, device=self._device)
+        mask[rows] = True
+        self._respawn(mask)  # clears counters and memory
+        start = positions[:, :2].to(self._device, torch.float32)
+        self.position[rows] = start
+        self.goal[rows] = -start
+        self.yaw[rows] = yaws.to(self._device, torch.float32)
+        self.visited[rows] = False
+        self._mark_visited()
+        return self._observe()
+
+    def reachable_cells(self, scene: int) -> int:
+        """Coverage here is already a share of the arena's grid cells."""
+        del scene
+        return 1
+
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Respawn every drone; returns observations [B, 3, Az, El]."""
         if seed is not None:

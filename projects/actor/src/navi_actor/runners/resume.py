@@ -8,7 +8,8 @@ message, while an auto-resume candidate is skipped (the user asked for another m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from navi_actor.checkpoints import Checkpoint, CheckpointError, load_checkpoint
 from navi_actor.config import ActorSettings
 from navi_actor.models import PolicyConfig
 from navi_actor.registry import ModelRegistry
+from navi_actor.registry.model_registry import comparison_key
 from navi_actor.runners.progress import TrainingCounters
+from navi_actor.runners.run_folder import FINISHED_MARKER, RunFolder
 
 log = structlog.get_logger()
 
@@ -32,6 +35,23 @@ class StartPoint:
     policy_config: PolicyConfig
     checkpoint: Checkpoint | None
     path: Path | None
+    description: str = "a fresh policy"  #: in plain words, for the first lines a user sees
+
+
+def describe_scenes(corpus_summary: dict[str, Any]) -> str:
+    """``3 scenes (apartment.gmdag, maze.gmdag, ...)`` or ``the point environment`` from a summary."""
+    if corpus_summary.get("backend") == "point":
+        return "the point environment"
+    names = list(corpus_summary.get("names", []))
+    count = int(corpus_summary.get("scenes", len(names)))
+    shown = ", ".join(names[:3]) + (", ..." if count > 3 else "")
+    return f"{count} scene{'s' if count != 1 else ''}" + (f" ({shown})" if shown else "")
+
+
+def _run_of(path: Path | str) -> str:
+    """The run folder name of ``artifacts/runs/<run>/checkpoints/step_N.pt``, else the file's name."""
+    path = Path(path)
+    return path.parents[1].name if path.parent.name == "checkpoints" else path.name
 
 
 def _conflict(
@@ -56,6 +76,7 @@ def choose_start(
     observation_shape: tuple[int, ...],
     registry: ModelRegistry,
     explicit: Path | None = None,
+    corpus_summary: dict[str, Any] | None = None,
 ) -> StartPoint:
     """Decide the start point of a training run.
 
@@ -64,6 +85,7 @@ def choose_start(
         observation_shape: ``(3, Az, El)`` of the environment.
         registry: the model registry.
         explicit: a ``--checkpoint`` path.
+        corpus_summary: this run's corpus; a killed run on the same corpus is continued first.
 
     Returns:
         The :class:`StartPoint`.
@@ -71,27 +93,110 @@ def choose_start(
     Raises:
         CheckpointError: the explicit checkpoint is unreadable or incompatible.
     """
-    fresh = StartPoint(settings.policy_config(observation_shape), None, None)
+    config = settings.policy_config(observation_shape)
+    fresh = StartPoint(config, None, None, f"a fresh {config.encoder_backend}/{config.temporal_core} policy")
     if explicit is not None:
         checkpoint = load_checkpoint(explicit)
         reason = _conflict(settings, checkpoint, observation_shape)
         if reason is not None:
             raise CheckpointError(f"cannot continue from {explicit}: {reason}")
-        return StartPoint(checkpoint.policy_config, checkpoint, explicit)
-    latest = registry.latest() if settings.checkpoint.auto_resume else None
+        words = (
+            f"continuing from {explicit} (step {checkpoint.step_id:,}, trained on "
+            f"{describe_scenes(checkpoint.corpus_summary)})"
+        )
+        return StartPoint(checkpoint.policy_config, checkpoint, explicit, words)
+    if settings.checkpoint.auto_resume and corpus_summary is not None:
+        killed = killed_run_start(
+            settings, observation_shape, registry.folder.parent / "runs", corpus_summary
+        )
+        if killed is not None:
+            return killed
+    latest = _resume_candidate(registry, corpus_summary) if settings.checkpoint.auto_resume else None
     if latest is None:
         return fresh
     try:
-        checkpoint = load_checkpoint(registry.latest_path)
+        checkpoint = load_checkpoint(registry.path_of(latest))
     except CheckpointError as error:
-        log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=str(error))
-        return fresh
+        log.warning("actor.train.resume_skipped", path=str(registry.path_of(latest)), reason=str(error))
+        return replace(fresh, description=f"{fresh.description} (model v{latest.version:03d} unreadable)")
     reason = _conflict(settings, checkpoint, observation_shape)
     if reason is not None:
-        log.warning("actor.train.resume_skipped", path=str(registry.latest_path), reason=reason)
-        return fresh
-    log.info("actor.train.resuming", path=str(registry.latest_path), step_id=checkpoint.step_id)
-    return StartPoint(checkpoint.policy_config, checkpoint, registry.path_of(latest))
+        log.warning("actor.train.resume_skipped", path=str(registry.path_of(latest)), reason=reason)
+        return replace(fresh, description=f"{fresh.description} (not model v{latest.version:03d}: {reason})")
+    log.info("actor.train.resuming", path=str(registry.path_of(latest)), step_id=checkpoint.step_id)
+    words = (
+        f"resuming from model v{latest.version:03d} (run {_run_of(latest.source)}, step "
+        f"{checkpoint.step_id:,}, trained on {describe_scenes(checkpoint.corpus_summary)}); "
+        "--no-auto-resume starts a fresh policy"
+    )
+    return StartPoint(checkpoint.policy_config, checkpoint, registry.path_of(latest), words)
+
+
+def _resume_candidate(registry: ModelRegistry, corpus_summary: dict[str, Any] | None) -> Any:
+    """The latest model trained on this corpus summary, else the registry's latest model."""
+    if corpus_summary is not None:
+        comparable = registry.latest(comparable_to=comparison_key(corpus_summary))
+        if comparable is not None:
+            return comparable
+    return registry.latest()
+
+
+def _latest_run(runs_root: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The most recently created run folder holding checkpoints, with its manifest (by ``created_at``:
+    run ids order by the second only, and two runs can start within one)."""
+    found: list[tuple[str, Path, dict[str, Any]]] = []
+    for run in runs_root.glob("*"):
+        if not any(run.glob("checkpoints/step_*.pt")):
+            continue
+        try:
+            manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        found.append((str(manifest.get("created_at", "")), run, manifest))
+    if not found:
+        return None
+    _, run, manifest = max(found, key=lambda item: item[0])
+    return run, manifest
+
+
+def killed_run_start(
+    settings: ActorSettings,
+    observation_shape: tuple[int, ...],
+    runs_root: Path,
+    corpus_summary: dict[str, Any],
+) -> StartPoint | None:
+    """The newest valid checkpoint of the latest run, when that run was cut short on this same corpus.
+
+    Why: after ``kill -9`` (or Ctrl+C) the registry's latest model can be far behind the run's last
+    checkpoint. Only the most recent run with checkpoints is considered, only if it was killed (no
+    ``finished.json``) or interrupted, and trained on the same corpus summary with a compatible
+    architecture; torn or unreadable checkpoint files are skipped, newest first.
+    """
+    latest = _latest_run(runs_root)
+    if latest is None or not RunFolder(runs_root, latest[0].name).unfinished():
+        return None
+    run, manifest = latest
+    if manifest.get("corpus_summary") != corpus_summary:
+        return None
+    how = "interrupted" if (run / FINISHED_MARKER).exists() else "killed"
+    skipped: list[str] = []
+    for path in sorted(run.glob("checkpoints/step_*.pt"), reverse=True):
+        try:
+            checkpoint = load_checkpoint(path)
+        except CheckpointError as error:
+            log.warning("actor.train.resume_skipped", path=str(path), reason=str(error))
+            skipped.append(path.name)
+            continue
+        if _conflict(settings, checkpoint, observation_shape) is not None:
+            return None
+        log.info("actor.train.resuming", path=str(path), step_id=checkpoint.step_id, killed_run=run.name)
+        words = (
+            f"continuing run {run.name}, which was {how}, from its newest valid checkpoint {path.name} "
+            f"(step {checkpoint.step_id:,}, trained on {describe_scenes(checkpoint.corpus_summary)})"
+            + (f"; skipped unreadable {', '.join(skipped)}" if skipped else "")
+        )
+        return StartPoint(checkpoint.policy_config, checkpoint, path, words)
+    return None
 
 
 def capture_rng(shuffle: torch.Generator) -> dict[str, Any]:

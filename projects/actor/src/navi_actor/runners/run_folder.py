@@ -11,18 +11,20 @@ import json
 import math
 import platform
 import secrets
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from navi_contracts.atomic import atomic_write_json
 from navi_contracts.logging import log_to_file
-from navi_contracts.paths import repo_root
+from navi_contracts.provenance import git_revision, package_versions
 
+if TYPE_CHECKING:
+    from navi_actor.metrics_loggers import LoggerKind, MetricsLogger
+
+FINISHED_MARKER = "finished.json"
 _PACKAGES = ("navi-actor", "navi-contracts", "navi-environment", "torch", "numpy", "pydantic")
 
 
@@ -30,36 +32,6 @@ def new_run_id(label: str) -> str:
     """``YYYYmmdd-HHMMSS-<label>-<4 hex>``: sortable by time, unique across parallel starts."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{label}-{secrets.token_hex(2)}"
-
-
-def package_versions() -> dict[str, str]:
-    """Installed versions of the packages that shape a run's results."""
-    versions: dict[str, str] = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
-
-
-def git_revision() -> str | None:
-    """``HEAD`` of the repository (with ``+dirty`` when the tree has changes), or None outside git."""
-    try:
-        root = str(repo_root())
-        head = subprocess.run(
-            ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}+dirty" if dirty else head
 
 
 class RunFolder:
@@ -78,6 +50,7 @@ class RunFolder:
         self.logs = self.path / "logs"
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
+        self._mirror: MetricsLogger | None = None
 
     @contextmanager
     def capturing_logs(self) -> Iterator[Path]:
@@ -85,13 +58,26 @@ class RunFolder:
         with log_to_file(self.logs / "events.jsonl") as path:
             yield path
 
+    @contextmanager
+    def mirroring_metrics(self, kind: LoggerKind, config: dict[str, Any]) -> Iterator[None]:
+        """Inside the block, every metrics line also goes to TensorBoard / W&B (``train.logger``)."""
+        from navi_actor.metrics_loggers import open_metrics_logger
+
+        self._mirror = open_metrics_logger(kind, self.path, self.run_id, config)
+        try:
+            yield
+        finally:
+            if self._mirror is not None:
+                self._mirror.close()
+            self._mirror = None
+
     def write_manifest(self, settings: dict[str, Any], extra: dict[str, Any]) -> Path:
         """Record the resolved settings, versions, git revision and ``extra`` facts (device, resume...)."""
         manifest = {
             "run_id": self.run_id,
             "created_at": datetime.now(UTC).isoformat(),
             "settings": settings,
-            "versions": package_versions(),
+            "versions": package_versions(_PACKAGES),
             "git_revision": git_revision(),
             "python": platform.python_version(),
             "host": platform.node(),
@@ -101,6 +87,26 @@ class RunFolder:
         atomic_write_json(path, manifest)
         return path
 
+    def mark_finished(self, step_id: int, *, interrupted: bool = False) -> None:
+        """Record that the run ended with its final checkpoint: its budget spent, or interrupted.
+
+        A run folder without this marker was killed (``kill -9``, power loss); one stopped by Ctrl+C
+        or SIGTERM is ``interrupted``. Auto-resume continues either from its newest valid checkpoint
+        rather than from an older promoted model; a run that spent its budget is left to the registry.
+        """
+        marker = {"step_id": step_id, "interrupted": interrupted, "at": datetime.now(UTC).isoformat()}
+        atomic_write_json(self.path / FINISHED_MARKER, marker)
+
+    def unfinished(self) -> bool:
+        """Killed (no marker), or stopped by Ctrl+C / SIGTERM before its budget was spent."""
+        try:
+            marker = json.loads((self.path / FINISHED_MARKER).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return True
+        except (OSError, ValueError):
+            return False
+        return bool(marker.get("interrupted", False))
+
     def append_metrics(self, record: dict[str, Any]) -> None:
         """Append one strict-JSON line (NaN/inf become null; one short append is atomic enough for a log)."""
         clean = {
@@ -109,3 +115,5 @@ class RunFolder:
         }
         with self.metrics_path.open("a", encoding="utf-8") as stream:
             stream.write(json.dumps(clean, sort_keys=True, allow_nan=False) + "\n")
+        if self._mirror is not None:
+            self._mirror.log(record)

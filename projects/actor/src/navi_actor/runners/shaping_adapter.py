@@ -15,13 +15,13 @@ import torch
 
 from navi_actor.algorithms.ppo import AuxiliaryStep
 from navi_actor.config import ActorSettings
-from navi_actor.models import ActOutput, NaviPolicy
+from navi_actor.models import ActOutput, NaviPolicy, clip_action
 from navi_actor.runners.env_protocol import VectorStep
 from navi_actor.runners.rollout_collector import RewardShaping
 from navi_actor.shaping.reward_shaper import RewardShaper
 from navi_actor.storage.rollout_storage import SequenceBatch
 
-_LOGGED_TERMS = ("existential", "velocity", "novelty", "loop")
+_LOGGED_TERMS = ("existential", "velocity", "novelty", "loop", "spin")
 
 
 class ShaperHook:
@@ -47,6 +47,7 @@ class ShaperHook:
             env_reward=step.reward,
             speed=speed if speed is not None else torch.zeros_like(step.reward),
             step=self.global_step,
+            yaw=clip_action(acted.action)[:, 3],
         )
         self.global_step += int(step.reward.shape[0])
         return terms["total"] - terms["env"], {name: terms[name] for name in _LOGGED_TERMS}

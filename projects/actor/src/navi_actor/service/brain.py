@@ -22,6 +22,7 @@ from navi_actor.service.brain_settings import BrainSettings
 from navi_actor.service.step_loop import StepModeLoop
 from navi_contracts import Publisher, ReqClient, Subscriber, topics
 from navi_contracts import telemetry_names as names
+from navi_contracts.curve import load_keys
 
 log = structlog.get_logger()
 
@@ -45,8 +46,9 @@ def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Even
     config = settings.service
     stop = stop or threading.Event()
     device = torch.device(settings.train.device)
+    curve = load_keys(config.keys)
     with ExitStack() as sockets:
-        publisher = sockets.enter_context(Publisher(config.pub_endpoint))
+        publisher = sockets.enter_context(Publisher(config.pub_endpoint, curve=curve))
         log.info("actor.service.publishing", endpoint=config.pub_endpoint, mode=config.mode)
         source = resolve_policy_source(config.checkpoint, artifacts_dir / "models")
         core = BrainCore(
@@ -74,13 +76,14 @@ def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Even
                     config.step_endpoint,
                     timeout_ms=config.request_timeout_ms,
                     retries=config.request_retries,
+                    curve=curve,
                 )
             )
             log.info("actor.service.stepping", endpoint=config.step_endpoint, policy_id=core.policy_id)
             loop = StepModeLoop(core, client, publisher, telemetry, config)
         else:
             subscriber = sockets.enter_context(
-                Subscriber(config.sub_endpoint, [topics.DISTANCE_MATRIX], latest_only=True)
+                Subscriber(config.sub_endpoint, [topics.DISTANCE_MATRIX], latest_only=True, curve=curve)
             )
             log.info("actor.service.subscribed", endpoint=config.sub_endpoint, policy_id=core.policy_id)
             loop = AsyncModeLoop(core, subscriber, publisher, telemetry, config)

@@ -48,8 +48,13 @@ def start_process(settings: Any, default_torch_threads: int | None = None) -> No
     interrupt_on_termination()
     import torch
 
+    from navi_actor.devices import DeviceUnavailableError, check_device
     from navi_contracts.logging import configure_logging
 
+    try:
+        check_device(settings.train.device)
+    except DeviceUnavailableError as error:
+        raise click.ClickException(str(error)) from error
     configure_logging(settings.log_level, settings.log_json)
     threads = settings.train.torch_threads or default_torch_threads
     if threads is not None:
@@ -86,8 +91,13 @@ def artifacts_dir(settings: Any) -> Path:
 @click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mode", type=click.Choice(["step", "async"]), help="step (default): drive the env over REQ.")
 @click.option("--sub", "sub_endpoint", help="Environment PUB to subscribe to (default tcp://localhost:5559).")
-@click.option("--pub", "pub_endpoint", help="Actor PUB to bind (default tcp://*:5557).")
+@click.option("--pub", "pub_endpoint", help="Actor PUB to bind (default tcp://127.0.0.1:5557).")
 @click.option("--step-endpoint", help="Environment REP for step mode (default tcp://localhost:5560).")
+@click.option(
+    "--keys",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="CURVE keys folder: secure mode (docs/security.md).",
+)
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
@@ -110,6 +120,7 @@ def serve(
     sub_endpoint: str | None,
     pub_endpoint: str | None,
     step_endpoint: str | None,
+    keys: Path | None,
     checkpoint: Path | None,
     deterministic: bool | None,
     seed: int | None,
@@ -165,6 +176,7 @@ def _serve_until_stopped(
             "sub_endpoint": sub_endpoint,
             "pub_endpoint": pub_endpoint,
             "step_endpoint": step_endpoint,
+            "keys": keys,
             "checkpoint": checkpoint,
             "deterministic": deterministic,
             "seed": seed,

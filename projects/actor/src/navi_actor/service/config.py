@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from navi_contracts import topics
 from navi_contracts.settings import SettingsGroup
 
 
@@ -22,10 +23,15 @@ class ServiceConfig(SettingsGroup):
         description="step: drive the environment over REQ/REP; async: act on published observations.",
     )
     sub_endpoint: str = Field(
-        default="tcp://localhost:5559", description="Environment PUB to subscribe to (observations)."
+        default=topics.ENV_PUB_CONNECT, description="Environment PUB to subscribe to (observations)."
     )
-    pub_endpoint: str = Field(default="tcp://*:5557", description="Actor PUB bind: actions + telemetry.")
-    step_endpoint: str = Field(default="tcp://localhost:5560", description="Environment REP (step mode).")
+    pub_endpoint: str = Field(
+        default=topics.ACTOR_PUB_BIND, description="Actor PUB bind: actions + telemetry (loopback)."
+    )
+    step_endpoint: str = Field(default=topics.ENV_REP_CONNECT, description="Environment REP (step mode).")
+    keys: Path | None = Field(
+        default=None, description="CURVE keys folder: secure mode (docs/security.md); null: plain sockets."
+    )
     checkpoint: Path | None = Field(
         default=None, description="Policy checkpoint (default: the registry's latest, else a fresh policy)."
     )
@@ -59,3 +65,12 @@ class ServiceConfig(SettingsGroup):
     total_steps: int | None = Field(
         default=None, gt=0, description="Stop after this many acting steps (null: serve until Ctrl+C)."
     )
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> ServiceConfig:
+        """The brain binds its PUB and connects to the environment: it needs both key halves."""
+        if self.keys is not None:
+            from navi_contracts.curve import load_keys
+
+            load_keys(self.keys, server=True, client=True)
+        return self

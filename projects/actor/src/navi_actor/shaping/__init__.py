@@ -1,5 +1,33 @@
-"""Actor-side reward shaping: existential tax, velocity, RND novelty and loop penalty."""
+"""Actor-side reward shaping: existential tax, velocity, RND novelty and loop penalty.
 
-from navi_actor.shaping.reward_shaper import SHAPING_TERMS, RewardShaper, ShapingConfig, shaping_terms
+Exports load lazily so that the settings groups (``navi_actor.shaping.config`` and the like) can be
+imported by ``navi_actor.config`` without torch: ``--help`` and settings stay light.
+"""
 
-__all__ = ["SHAPING_TERMS", "RewardShaper", "ShapingConfig", "shaping_terms"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from navi_actor.shaping.config import ShapingConfig
+    from navi_actor.shaping.reward_shaper import SHAPING_TERMS, RewardShaper, shaping_terms
+
+_EXPORTS = {
+    "RewardShaper": "navi_actor.shaping.reward_shaper",
+    "SHAPING_TERMS": "navi_actor.shaping.reward_shaper",
+    "ShapingConfig": "navi_actor.shaping.config",
+    "shaping_terms": "navi_actor.shaping.reward_shaper",
+}
+__all__ = [
+    "SHAPING_TERMS",
+    "RewardShaper",
+    "ShapingConfig",
+    "shaping_terms",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'navi_actor.shaping' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -7,7 +7,12 @@ Terms (each a ``[B]`` tensor, logged separately, summed into ``total``):
   exploration terms already reward motion, and a speed bonus invites reckless flight);
 * ``novelty``: RND intrinsic reward times an annealed weight;
 * ``loop``: ``-loop_weight * relu(score - threshold) / (1 - threshold)`` from the episodic memory's
-  loop score, which already carries the temporal decay of old memories.
+  loop score, which already carries the temporal decay of old memories;
+* ``spin``: ``-spin_weight * relu(|turning| - spin_free) / (1 - spin_free)``, where ``turning`` is a
+  per-drone running mean of the executed yaw action over about ``spin_window`` steps (reset every
+  episode). A sustained turn one way (circling, spinning in place) keeps ``|turning|`` high; a turn
+  towards a new direction, or weaving, averages out. Under sampling noise a constant yaw bias in the
+  mean costs nothing, but the mean action alone then flies in circles: this term charges the bias.
 
 :func:`shaping_terms` is the pure function; :class:`RewardShaper` owns the RND module and the
 episodic memory and feeds them from one rollout step.
@@ -21,28 +26,12 @@ both terms on the same observation; GAE carries the credit back to the actions t
 from __future__ import annotations
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
-from navi_actor.curiosity import LinearAnneal, RandomNetworkDistillation, RndConfig
-from navi_actor.memory import EpisodicMemory, EpisodicMemoryConfig
+from navi_actor.curiosity.rnd import RandomNetworkDistillation
+from navi_actor.memory.episodic import EpisodicMemory
+from navi_actor.shaping.config import ShapingConfig
 
-SHAPING_TERMS: tuple[str, ...] = ("env", "existential", "velocity", "novelty", "loop", "total")
-
-
-class ShapingConfig(BaseModel):
-    """Weights of the shaping terms and settings of the modules that produce them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    existential_tax: float = Field(default=-0.02, le=0, description="Reward added every step (<= 0).")
-    velocity_weight: float = Field(default=0.0, description="Weight of the drone's speed (m/s).")
-    novelty: LinearAnneal = Field(default_factory=LinearAnneal, description="RND novelty weight schedule.")
-    loop_weight: float = Field(default=0.05, ge=0, description="Largest loop penalty per step.")
-    loop_threshold: float = Field(
-        default=0.8, ge=0, lt=1, description="Loop score below which there is no penalty."
-    )
-    rnd: RndConfig = Field(default_factory=RndConfig, description="Random Network Distillation.")
-    memory: EpisodicMemoryConfig = Field(default_factory=EpisodicMemoryConfig, description="Episodic memory.")
+SHAPING_TERMS: tuple[str, ...] = ("env", "existential", "velocity", "novelty", "loop", "spin", "total")
 
 
 def shaping_terms(
@@ -53,6 +42,7 @@ def shaping_terms(
     novelty: torch.Tensor,
     loop_score: torch.Tensor,
     step: int,
+    turning: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Combine the environment reward with the shaping terms.
 
@@ -63,6 +53,7 @@ def shaping_terms(
         novelty: ``[B]`` normalised RND intrinsic reward.
         loop_score: ``[B]`` episodic-memory loop score in ``[0, 1]``.
         step: Global environment step (drives the novelty anneal).
+        turning: ``[B]`` running mean of the executed yaw action in ``[-1, 1]`` (None: no spin term).
 
     Returns:
         Dict of ``[B]`` tensors keyed by :data:`SHAPING_TERMS`; ``total`` is their sum.
@@ -75,10 +66,14 @@ def shaping_terms(
         "loop": -cfg.loop_weight
         * (loop_score - cfg.loop_threshold).clamp_min(0.0)
         / (1 - cfg.loop_threshold),
+        "spin": torch.zeros_like(env_reward)
+        if turning is None
+        else -cfg.spin_weight * (turning.abs() - cfg.spin_free).clamp_min(0.0) / (1 - cfg.spin_free),
     }
     terms["total"] = (
         terms["env"] + terms["existential"] + terms["velocity"] + terms["novelty"] + terms["loop"]
-    )
+        + terms["spin"]
+    )  # fmt: skip
     return terms
 
 
@@ -98,6 +93,7 @@ class RewardShaper:
         self.cfg = cfg
         self.rnd = RandomNetworkDistillation(cfg.rnd, azimuth, elevation).to(device)
         self.memory = EpisodicMemory(cfg.memory, num_drones, embed_dim, device)
+        self.turning = torch.zeros(num_drones, device=device)  # running mean of the yaw action
 
     def step(
         self,
@@ -108,6 +104,7 @@ class RewardShaper:
         env_reward: torch.Tensor,
         speed: torch.Tensor,
         step: int,
+        yaw: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """Shaped reward of the transition taken from ``obs`` (call once per rollout step).
 
@@ -118,12 +115,19 @@ class RewardShaper:
             env_reward: ``[B]`` environment reward of the transition.
             speed: ``[B]`` drone speed in m/s.
             step: Global environment step.
+            yaw: ``[B]`` executed (clipped) yaw action of the transition (None: no spin term).
 
         Returns:
             Dict of ``[B]`` tensors, see :func:`shaping_terms`.
         """
         novelty = self.rnd.intrinsic_reward(obs)
         loop_score = self.memory.observe(embedding, episode_start)
+        turning = None
+        if yaw is not None:
+            self.turning.mul_((~episode_start.bool()).float())
+            self.turning += (yaw - self.turning) / self.cfg.spin_window
+            turning = self.turning
         return shaping_terms(
-            self.cfg, env_reward=env_reward, speed=speed, novelty=novelty, loop_score=loop_score, step=step
-        )
+            self.cfg, env_reward=env_reward, speed=speed, novelty=novelty, loop_score=loop_score, step=step,
+            turning=turning,
+        )  # fmt: skip

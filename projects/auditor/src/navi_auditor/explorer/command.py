@@ -6,6 +6,7 @@ import os
 import secrets
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +20,13 @@ from navi_auditor.explorer.terminal import Terminal
 from navi_auditor.provenance import provenance
 from navi_auditor.settings import AuditorSettings
 from navi_contracts import Publisher, artifacts_root, configure_logging
+from navi_contracts.curve import KeysError, load_keys
 from navi_contracts.signals import on_termination, set_event
 
 if TYPE_CHECKING:
+    import torch
+
+    from navi_auditor.explorer.session import ExplorerSession
     from navi_environment.config import EnvironmentSettings
 
 log = structlog.get_logger()
@@ -56,12 +61,14 @@ def _open_writer(
     return DemoWriter(path, shape, demo_metadata(settings, env_settings, pilot), settings.demos.part_frames)
 
 
-def open_publisher(endpoint: str | None) -> Publisher | None:
-    """Bind the observation PUB socket, or explain why it cannot be bound."""
+def open_publisher(endpoint: str | None, keys: Path | None = None) -> Publisher | None:
+    """Bind the observation PUB socket (CURVE with ``keys``), or explain why it cannot be bound."""
     if not endpoint:
         return None
     try:
-        return Publisher(endpoint)
+        return Publisher(endpoint, curve=load_keys(keys, server=True))
+    except KeysError as error:
+        raise click.ClickException(str(error)) from error
     except zmq.ZMQError as error:
         raise click.ClickException(
             f"cannot bind {endpoint}: {error}. Another publisher (navi-environment serve?) may hold it; "
@@ -69,9 +76,45 @@ def open_publisher(endpoint: str | None) -> Publisher | None:
         ) from error
 
 
+def make_autopilot(
+    kind: str, session: ExplorerSession, settings: AuditorSettings, env_settings: EnvironmentSettings
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The pilot used while autopilot is on: the scripted steering or the frontier planner."""
+    from navi_auditor.explorer.autopilot import Autopilot
+    from navi_auditor.explorer.frontier_pilot import FrontierPilot
+
+    device = settings.explore.device
+    if kind == "frontier":
+        return FrontierPilot(session, env_settings, device)
+    sensor = env_settings.sensor
+    return Autopilot(settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, device)
+
+
 def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
     """CLI values that were given (None = not given), as the ``explore`` group's init kwargs."""
     return {key: value for key, value in options.items() if value is not None}
+
+
+def _open_session(
+    env_settings: Any, scene_files: Any, explore: Any, writer: Any, publisher: Any
+) -> Any:
+    """The explorer session on the first scene; a broken scene file, or one that cannot host
+    drones, is refused with one line (the publisher is closed first)."""
+    from navi_auditor.explorer.session import ExplorerSession
+
+    try:
+        return ExplorerSession(
+            env_settings,
+            scene_files,
+            base_seed=explore.seed,
+            device=explore.device,
+            writer=writer,
+            publisher=publisher,
+        )
+    except ValueError as error:
+        if publisher is not None:
+            publisher.close()
+        raise click.ClickException(f"unusable scene: {error}") from error
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -87,8 +130,23 @@ def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--max-steps", type=int, help="Steps per scene before the next scene [2000].")
 @click.option("--max-scenes", type=int, help="Stop after this many scenes [all].")
-@click.option("--autopilot", is_flag=True, help="Fly the scripted frontier-seeking explorer (T toggles it).")
-@click.option("--pub", help="PUB endpoint for DistanceMatrix observations [tcp://*:5559]; 'none' disables.")
+@click.option(
+    "--autopilot",
+    type=click.Choice(["scripted", "frontier"]),
+    is_flag=False,
+    flag_value="scripted",
+    default=None,
+    help="Start on autopilot (T toggles it): 'scripted' (plain --autopilot) steers from the depth view; "
+    "'frontier' maps the scene from depth and pose and plans paths to unexplored space.",
+)
+@click.option(
+    "--pub", help="PUB endpoint for DistanceMatrix observations [tcp://127.0.0.1:5559]; 'none' disables."
+)
+@click.option(
+    "--keys",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="CURVE keys folder for --pub (secure mode).",
+)
 @click.option("--seed", type=int, help="Reset seed of the first scene; scene k uses seed + k [0].")
 @click.option("--step-hz", type=float, help="Steps per second when flying by keyboard [10].")
 @click.option("--autopilot-hz", type=float, help="Steps per second on autopilot; 0 = flat out [0].")
@@ -97,7 +155,8 @@ def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
 @click.option("--log-level", default=None, help="debug, info, warning, error [info; warning on a TTY].")
 def explore_main(
     *, record: bool, out: Path | None, gmdag_file: Path | None, corpus: Path | None, max_steps: int | None,
-    max_scenes: int | None, autopilot: bool, pub: str | None, seed: int | None, step_hz: float | None,
+    max_scenes: int | None, autopilot: str | None, pub: str | None, keys: Path | None, seed: int | None,
+    step_hz: float | None,
     autopilot_hz: float | None, color: bool | None, device: str | None, log_level: str | None,
 ) -> None:  # fmt: skip
     """Fly one drone through compiled scenes from the terminal (works over SSH).
@@ -111,10 +170,8 @@ def explore_main(
     the same observations are published as DistanceMatrix on --pub for the dashboard.
     """
     # Heavy imports (torch, numba kernels) only when flying, so `navi-auditor --help` starts fast.
-    from navi_auditor.explorer.autopilot import Autopilot
     from navi_auditor.explorer.runner import ExplorerLoop
     from navi_auditor.explorer.scenes import SceneSourceError, resolve_scene_files
-    from navi_auditor.explorer.session import ExplorerSession
     from navi_environment.config import EnvironmentSettings
 
     publish: str | None = pub
@@ -136,25 +193,22 @@ def explore_main(
         scene_files = resolve_scene_files(explore.gmdag_file, explore.corpus, env_settings)
     except SceneSourceError as error:
         raise click.ClickException(str(error)) from error
-    pilot = "autopilot" if autopilot else "keyboard"
+    pilot = {None: "keyboard", "scripted": "autopilot", "frontier": "frontier"}[autopilot]
     stop = threading.Event()
     # Ctrl+C, SIGTERM and SIGHUP (a closed SSH session) alike end the flight after the current step
     # and finish the demonstration; a repeated signal while it is being finished changes nothing.
     with on_termination(set_event(stop)):
-        publisher = open_publisher(explore.publish)
+        publisher = open_publisher(explore.publish, keys or settings.keys)
         writer = _open_writer(settings, env_settings, pilot, out) if record else None
-        session = ExplorerSession(
-            env_settings, scene_files, base_seed=explore.seed, device=explore.device, writer=writer,
-            publisher=publisher,
-        )  # fmt: skip
-        sensor = env_settings.sensor
-        pilot_fn = Autopilot(
-            settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, explore.device
-        )
+        session = _open_session(env_settings, scene_files, explore, writer, publisher)
+        pilot_fn = make_autopilot(autopilot or "scripted", session, settings, env_settings)
         summary = None
         try:
             with terminal:
-                summary = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot, stop=stop).run()
+                loop = ExplorerLoop(session, terminal, explore, pilot_fn, autopilot is not None, stop=stop)
+                summary = loop.run()
+        except ValueError as error:  # a later scene of a corpus is broken or cannot host drones
+            raise click.ClickException(f"unusable scene: {error}") from error
         finally:
             written = session.close()
             if publisher is not None:

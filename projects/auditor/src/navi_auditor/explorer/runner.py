@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import structlog
+import torch
 
-from navi_auditor.explorer.autopilot import Autopilot
 from navi_auditor.explorer.keys import Command, ManualPilot, parse_keys
 from navi_auditor.explorer.session import ExplorerSession, scene_label
 from navi_auditor.explorer.terminal import Terminal
@@ -40,7 +41,8 @@ class ExplorerLoop:
         session: the drone and its recorder/publisher.
         terminal: keyboard and screen.
         settings: pacing, view and scene limits.
-        autopilot: the scripted pilot (used while autopilot is on).
+        autopilot: the pilot used while autopilot is on: observation [1, 3, Az, El] -> action [1, 4]
+            (the scripted :class:`Autopilot` or the frontier planner's ``FrontierPilot``).
         use_autopilot: start on autopilot.
         stop: set (by the Ctrl+C/SIGTERM/SIGHUP handler) to end the flight after the current step,
             so the frame being recorded is never torn.
@@ -51,7 +53,7 @@ class ExplorerLoop:
         session: ExplorerSession,
         terminal: Terminal,
         settings: ExploreSettings,
-        autopilot: Autopilot,
+        autopilot: Callable[[torch.Tensor], torch.Tensor],
         use_autopilot: bool,
         *,
         stop: threading.Event | None = None,

@@ -12,7 +12,18 @@ from navi_auditor.settings import AuditorSettings
 from navi_auditor.streams.format import RecordingFormatError, StreamReader
 from navi_auditor.streams.recorder import record_stream
 from navi_auditor.streams.replayer import replay_stream
-from navi_contracts import PeerTimeoutError, Publisher, artifacts_root
+from navi_contracts import PeerTimeoutError, Publisher, artifacts_root, topics
+from navi_contracts.curve import CurveKeys, KeysError, load_keys
+
+_KEYS = click.Path(path_type=Path, file_okay=False)
+
+
+def _curve(settings: AuditorSettings, keys: Path | None, *, server: bool) -> CurveKeys | None:
+    """``--keys`` (else ``keys`` from the settings) loaded for this command's role; errors as one line."""
+    try:
+        return load_keys(keys or settings.keys, server=server, client=not server)
+    except KeysError as error:
+        raise click.ClickException(str(error)) from error
 
 
 @click.command()
@@ -21,6 +32,7 @@ from navi_contracts import PeerTimeoutError, Publisher, artifacts_root
 @click.option("--topics", "topic_list", multiple=True, help="Topic to record (repeatable) [all].")
 @click.option("--duration", type=float, help="Stop after this many seconds [until Ctrl+C].")
 @click.option("--max-messages", type=int, help="Stop after this many messages.")
+@click.option("--keys", type=_KEYS, help="CURVE keys folder: secure mode (docs/security.md).")
 @click.pass_obj
 def record(
     settings: AuditorSettings,
@@ -30,6 +42,7 @@ def record(
     topic_list: tuple[str, ...],
     duration: float | None,
     max_messages: int | None,
+    keys: Path | None,
 ) -> None:
     """Record live ZeroMQ messages (raw bytes, topic, receive time) into an append-only chunked file.
 
@@ -42,32 +55,43 @@ def record(
         out = artifacts_root() / "recordings" / f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}.navirec"
     if out.exists():
         raise click.ClickException(f"{out} exists; recordings are append-only, pick a new name")
+    curve = _curve(settings, keys, server=False)
     stats = record_stream(
         endpoints, out, settings.recording, topics=list(topic_list) or None, duration_s=duration,
-        max_messages=max_messages,
+        max_messages=max_messages, curve=curve,
     )  # fmt: skip
     click.echo(f"recorded {stats.messages} messages in {stats.chunks} chunks to {stats.path}")
 
 
 @click.command()
 @click.option("--input", "path", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True)
-@click.option("--pub", "endpoint", default="tcp://*:5559", show_default=True, help="PUB endpoint to bind.")
+@click.option(
+    "--pub", "endpoint", default=topics.ENV_PUB_BIND, show_default=True, help="PUB endpoint to bind."
+)
 @click.option(
     "--speed", type=float, default=1.0, show_default=True, help="Time scale; 0 = as fast as possible."
 )
 @click.option(
     "--wait-subscribers-ms", type=int, help="Wait for a subscriber first [recording.subscriber_wait_ms]."
 )
+@click.option("--keys", type=_KEYS, help="CURVE keys folder: secure mode (docs/security.md).")
 @click.pass_obj
 def replay(
-    settings: AuditorSettings, *, path: Path, endpoint: str, speed: float, wait_subscribers_ms: int | None
+    settings: AuditorSettings,
+    *,
+    path: Path,
+    endpoint: str,
+    speed: float,
+    wait_subscribers_ms: int | None,
+    keys: Path | None,
 ) -> None:
     """Publish a recording in order, with its relative timing divided by --speed."""
     if speed < 0:
         raise click.BadParameter("must be >= 0", param_hint="--speed")
     wait = settings.recording.subscriber_wait_ms if wait_subscribers_ms is None else wait_subscribers_ms
+    curve = _curve(settings, keys, server=True)
     try:
-        with Publisher(endpoint) as publisher:
+        with Publisher(endpoint, curve=curve) as publisher:
             stats = replay_stream(path, publisher, speed, wait_for_subscribers_ms=wait)
     except (RecordingFormatError, PeerTimeoutError) as error:
         raise click.ClickException(str(error)) from error

@@ -14,6 +14,7 @@ from navi_auditor.provenance import provenance
 from navi_auditor.settings import RecordingSettings
 from navi_auditor.streams.format import StreamWriter
 from navi_contracts import Subscriber
+from navi_contracts.curve import CurveKeys
 
 log = structlog.get_logger()
 
@@ -38,6 +39,7 @@ def record_stream(
     max_messages: int | None = None,
     stop: threading.Event | None = None,
     on_message: Callable[[int], None] | None = None,
+    curve: CurveKeys | None = None,
 ) -> RecordStats:
     """Subscribe to ``endpoints`` and record raw messages until stopped.
 
@@ -54,6 +56,7 @@ def record_stream(
         max_messages: stop after this many messages.
         stop: set it (from another thread) to end the recording.
         on_message: called with the running message count after each message (progress, tests).
+        curve: CURVE keys (secure mode), or None for a plain socket.
 
     Returns:
         :class:`RecordStats`.
@@ -64,7 +67,7 @@ def record_stream(
     started = time.monotonic()
     deadline = None if duration_s is None else started + duration_s
     with (
-        Subscriber(list(endpoints), topics=topics, latest_only=False) as subscriber,
+        Subscriber(list(endpoints), topics=topics, latest_only=False, curve=curve) as subscriber,
         StreamWriter(out, settings.chunk_bytes, settings.chunk_seconds, settings.fsync, meta) as writer,
     ):
         log.info("auditor.record.started", endpoints=list(endpoints), out=str(out), topics=topics)

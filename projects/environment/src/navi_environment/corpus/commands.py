@@ -36,6 +36,23 @@ def _settings(**compile_overrides: Any) -> EnvironmentSettings:
     return settings
 
 
+_up_axis_option = click.option(
+    "--up-axis",
+    type=click.Choice(["auto", "z", "y", "x", "-z", "-y", "-x"]),
+    default="auto",
+    show_default=True,
+    help="Meshes: the file's up direction. auto: +y for glTF (its convention), decided from the "
+    "geometry for OBJ/PLY/STL (the choice and the reason are printed).",
+)
+_scale_option = click.option(
+    "--scale",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Meshes: multiply coordinates by this to get metres (0.01 for centimetres, 0.001 for mm).",
+)
+
+
 def _emit(payload: dict[str, Any], as_json: bool, lines: list[str]) -> None:
     if as_json:
         click.echo(json.dumps(payload, sort_keys=True))
@@ -59,25 +76,53 @@ def _emit(payload: dict[str, Any], as_json: bool, lines: list[str]) -> None:
 @click.option(
     "--far-tolerance-voxels", type=float, default=None, help="Far-field collapse tolerance (voxels)."
 )
-def compile_gmdag(
-    source: str, output: Path, resolution: int | None, repair: bool, far_tolerance_voxels: float | None
+@_up_axis_option
+@_scale_option
+def compile_gmdag(  # noqa: PLR0917 - one parameter per CLI option
+    source: str,
+    output: Path,
+    resolution: int | None,
+    repair: bool,
+    far_tolerance_voxels: float | None,
+    up_axis: str,
+    scale: float,
 ) -> None:
-    """Compile a mesh or procedural scene into a GMDAG v1 file (written atomically)."""
+    """Compile a mesh or procedural scene into a GMDAG v1 file (written atomically), with a
+    provenance record beside it (``<output>.provenance.json``: source, transform, versions)."""
+    from navi_environment.corpus.provenance import write_provenance
     from navi_environment.corpus.sources import compile_source
     from navi_environment.gmdag.writer import write_gmdag
 
     settings = _settings(resolution=resolution, far_tolerance_voxels=far_tolerance_voxels)
     try:
-        compiled = compile_source(source, settings.compile, repair=repair)
+        compiled = compile_source(source, settings.compile, repair=repair, up_axis=up_axis, scale=scale)
     except ValueError as error:
         raise click.ClickException(str(error)) from error
     written = write_gmdag(compiled.asset, output)
+    write_provenance(output, compiled, repair=repair)
     ratio = 2 * compiled.asset.resolution**3 / written
+    if compiled.mesh_import is not None:
+        for line in _mesh_import_lines(compiled.mesh_import):
+            click.echo(line)
     click.echo(
         f"{output}: {compiled.asset.resolution}^3, voxel {compiled.asset.voxel_size:.4f} m, "
         f"{compiled.asset.nodes.shape[0]} nodes, {written} bytes ({ratio:.1f}x vs dense fp16), "
         f"{compiled.seconds:.1f} s"
     )
+
+
+def _mesh_import_lines(record: dict[str, Any]) -> list[str]:
+    """What the import did: triangles kept/dropped, the up axis and why, and any doubt."""
+    dropped = record["dropped"]
+    lines = [
+        f"triangles: {record['triangles_kept']} of {record['triangles_read']} kept "
+        f"(dropped: {dropped['non_finite']} NaN/infinite, {dropped['degenerate']} degenerate, "
+        f"{dropped['duplicate']} duplicate)",
+        f"up axis: {record['up_axis_reason']}; scale {record['scale']}",
+    ]
+    if record.get("orientation_warning"):
+        lines.append(f"warning: {record['orientation_warning']}")
+    return lines
 
 
 @click.command("check-sdfdag")
@@ -157,13 +202,14 @@ def export_scene(source: str, output: Path) -> None:
 
 @click.group("corpus")
 def corpus() -> None:
-    """Build and inspect the procedural training corpus."""
+    """Build and inspect a training corpus (procedural scenes and/or your own meshes)."""
 
 
 @corpus.command("prepare")
 @click.option(
-    "--families", default=None, help="Comma-separated families (default: compile.families, all five)."
-)
+    "--families", default=None, help="Comma-separated procedural families (default: compile.families, all "
+    "five; none when meshes are given; 'none' for none)."
+)  # fmt: skip
 @click.option(
     "--count", type=int, default=None, help="Scenes per family (default: compile.count_per_family)."
 )
@@ -171,26 +217,64 @@ def corpus() -> None:
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Corpus folder (default: artifacts/<compile.corpus_dir>).")  # fmt: skip
 @click.option("--no-qualify", is_flag=True, help="Skip spawn qualification (faster, for experiments).")
-def corpus_prepare(
-    families: str | None, count: int | None, resolution: int | None, output: Path | None, no_qualify: bool
+@click.option(
+    "--source", "source_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="A folder of mesh files (.glb/.gltf/.obj/.ply/.stl, searched recursively) to compile.",
+)  # fmt: skip
+@click.option(
+    "--mesh", "mesh_paths", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="A mesh file to compile into the corpus (repeatable).",
+)  # fmt: skip
+@_up_axis_option
+@_scale_option
+@click.option("--repair", is_flag=True, help="Meshes: merge vertices, fix winding/normals, fill holes.")
+def corpus_prepare(  # noqa: PLR0917 - one parameter per CLI option
+    families: str | None,
+    count: int | None,
+    resolution: int | None,
+    output: Path | None,
+    no_qualify: bool,
+    source_dir: Path | None,
+    mesh_paths: tuple[Path, ...],
+    up_axis: str,
+    scale: float,
+    repair: bool,
 ) -> None:
-    """Compile, qualify and write the corpus with manifest.json (staged, swapped in on success)."""
-    from navi_contracts.paths import artifacts_root
-    from navi_environment.corpus.prepare import prepare_corpus
+    """Compile, qualify and write the corpus with manifest.json (staged, swapped in on success).
 
-    family_list = tuple(name.strip() for name in families.split(",") if name.strip()) if families else None
-    settings = _settings(
-        resolution=resolution,
-        count_per_family=count,
-        families=family_list,
-        qualify=False if no_qualify else None,
-    )
+    Mesh files that cannot be imported or cannot host drones are left out and listed under
+    ``rejected`` in the manifest, with their reason.
+    """
+    from navi_contracts.paths import artifacts_root
+    from navi_environment.corpus.prepare import MeshSources, mesh_files, prepare_corpus
+
+    family_list = None
+    if families is not None:
+        family_list = tuple(n.strip() for n in families.split(",") if n.strip() and n.strip() != "none")
+    settings = _settings(resolution=resolution, count_per_family=count, qualify=False if no_qualify else None)
     target = output or artifacts_root() / settings.compile.corpus_dir
     try:
-        manifest = prepare_corpus(target, settings.compile, env_settings=settings, progress=True)
+        files = [*(mesh_files(source_dir) if source_dir is not None else []), *mesh_paths]
+        meshes = MeshSources(tuple(files), up_axis=up_axis, scale=scale, repair=repair)
+        manifest = prepare_corpus(
+            target,
+            settings.compile,
+            families=family_list,
+            env_settings=settings,
+            progress=True,
+            meshes=meshes,
+        )
     except ValueError as error:
         raise click.ClickException(str(error)) from error
     click.echo(f"{target}: {len(manifest.scenes)} scenes, {len(manifest.rejected)} rejected")
+    for rejected in manifest.rejected:
+        click.echo(f"rejected {rejected['source']}: {rejected['reason']}")
+    for entry in manifest.scenes:
+        if entry.mesh_import is not None:
+            click.echo(
+                f"{entry.id}: {entry.source}: {entry.mesh_import['up_axis_reason']}; "
+                f"{entry.qualification.reason}"
+            )
 
 
 def register(group: click.Group) -> None:

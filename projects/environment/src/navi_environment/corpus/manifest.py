@@ -55,6 +55,10 @@ class ManifestEntry(BaseModel):
     sha256: str
     compile_seconds: float
     qualification: QualificationSummary
+    mesh_import: dict[str, Any] | None = Field(
+        default=None,
+        description="Mesh scenes: triangles read and dropped, the up axis used (and why), rotation, scale.",
+    )
 
 
 class CorpusManifest(BaseModel):
@@ -64,7 +68,7 @@ class CorpusManifest(BaseModel):
 
     schema_version: int = MANIFEST_SCHEMA_VERSION
     created_utc: str
-    git_revision: str
+    git_revision: str | None
     versions: dict[str, str]
     settings: dict[str, Any] = Field(description="Resolved compile settings that produced the corpus.")
     scenes: list[ManifestEntry]

@@ -12,12 +12,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from tqdm import tqdm
 
+from navi_contracts.provenance import git_revision
 from navi_environment.corpus.manifest import (
     MANIFEST_NAME,
     CorpusManifest,
@@ -27,7 +29,7 @@ from navi_environment.corpus.manifest import (
     load_manifest,
     manifest_json,
 )
-from navi_environment.corpus.provenance import git_revision, package_versions, utc_now
+from navi_environment.corpus.provenance import package_versions, utc_now
 from navi_environment.corpus.settings import CompileSettings
 from navi_environment.corpus.sources import CompiledScene, compile_source
 from navi_environment.gmdag.writer import encode_gmdag, write_atomic
@@ -62,6 +64,7 @@ def _entry(
         sha256=hashlib.sha256(data).hexdigest(),
         compile_seconds=round(compiled.seconds, 3),
         qualification=QualificationSummary.model_validate(qualification),
+        mesh_import=compiled.mesh_import,
     )
 
 
@@ -94,11 +97,15 @@ def _qualify(
 
 
 def _store(
-    compiled: CompiledScene, qualification: dict[str, Any], staging: Path, entries: list[ManifestEntry]
+    compiled: CompiledScene,
+    qualification: dict[str, Any],
+    staging: Path,
+    entries: list[ManifestEntry],
+    scene_id: str | None = None,
 ) -> str:
     """Write one accepted scene into the staging folder and record its manifest entry."""
     data = encode_gmdag(compiled.asset)
-    scene_id = f"{compiled.family}_{compiled.seed or 0:03d}"
+    scene_id = scene_id or f"{compiled.family}_{compiled.seed or 0:03d}"
     write_atomic(staging / f"{scene_id}.gmdag", data)
     entries.append(_entry(scene_id, compiled, data, qualification))
     return scene_id
@@ -154,6 +161,93 @@ def _build_family(  # noqa: PLR0917 - private step of prepare_corpus
         )
 
 
+@dataclass(frozen=True)
+class MeshSources:
+    """User mesh files for a corpus and how to import them (the same for every file).
+
+    Attributes:
+        files: mesh files, in corpus order.
+        up_axis: ``auto`` or the files' up direction (see :mod:`navi_environment.mesh.orient`).
+        scale: coordinate multiplier, file units -> metres.
+        repair: repair every mesh before rasterising.
+    """
+
+    files: tuple[Path, ...] = ()
+    up_axis: str = "auto"
+    scale: float = 1.0
+    repair: bool = False
+
+    def record(self) -> dict[str, Any]:
+        """JSON-friendly record for the manifest's settings."""
+        return {
+            "meshes": [str(path) for path in self.files],
+            "up_axis": self.up_axis,
+            "scale": self.scale,
+            "repair": self.repair,
+        }
+
+
+def mesh_files(folder: str | Path) -> list[Path]:
+    """Every supported mesh file below ``folder`` (recursively, sorted by path).
+
+    Raises:
+        ValueError: not a folder, or no supported mesh file in it.
+    """
+    from navi_environment.mesh.load import SUPPORTED_SUFFIXES
+
+    root = Path(folder)
+    if not root.is_dir():
+        raise ValueError(f"{root}: not a folder")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES)
+    if not files:
+        raise ValueError(f"{root}: no mesh file ({', '.join(SUPPORTED_SUFFIXES)}) in it")
+    return files
+
+
+def _mesh_id(path: Path, taken: set[str]) -> str:
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in path.stem) or "mesh"
+    scene_id, number = f"mesh_{stem}", 2
+    while scene_id in taken:
+        scene_id, number = f"mesh_{stem}_{number}", number + 1
+    taken.add(scene_id)
+    return scene_id
+
+
+def _build_meshes(  # noqa: PLR0917 - private step of prepare_corpus
+    meshes: MeshSources,
+    staging: Path,
+    settings: CompileSettings,
+    resolution: int | None,
+    env_settings: EnvironmentSettings | None,
+    entries: list[ManifestEntry],
+    rejected: list[dict[str, Any]],
+    bar: tqdm,  # type: ignore[type-arg]
+) -> None:
+    """Compile and qualify every mesh file; a file that cannot be imported or cannot host drones is
+    recorded under ``rejected`` with its one-line reason and the others go on."""
+    from navi_environment.mesh.load import MeshImportError
+
+    taken = {entry.id for entry in entries}
+    for path in meshes.files:
+        try:
+            compiled = compile_source(
+                str(path), settings, resolution=resolution, repair=meshes.repair,
+                up_axis=meshes.up_axis, scale=meshes.scale,
+            )  # fmt: skip
+        except MeshImportError as error:
+            rejected.append({"source": str(path), "reason": str(error)})
+            log.warning("corpus.mesh.rejected", source=str(path), reason=str(error))
+            bar.update(1)
+            continue
+        qualification = _qualify(compiled, env_settings, settings.qualify)
+        if qualification["verdict"] == "FAIL":
+            rejected.append({"source": compiled.source, "reason": qualification.get("reason", "")})
+            log.warning("corpus.scene.rejected", source=compiled.source, reason=qualification.get("reason"))
+        else:
+            bar.set_postfix_str(_store(compiled, qualification, staging, entries, _mesh_id(path, taken)))
+        bar.update(1)
+
+
 def prepare_corpus(
     output: str | Path,
     settings: CompileSettings,
@@ -163,11 +257,15 @@ def prepare_corpus(
     resolution: int | None = None,
     env_settings: EnvironmentSettings | None = None,
     progress: bool = True,
+    meshes: MeshSources | None = None,
 ) -> CorpusManifest:
-    """Compile ``count`` qualified scenes per family into ``output`` (replaced atomically).
+    """Compile ``count`` qualified scenes per family, and every given mesh, into ``output``
+    (replaced atomically).
 
     Seeds 0, 1, 2, ... are tried per family; a scene that fails qualification is recorded under
     ``rejected`` and the next seed is tried, up to :data:`SEED_ATTEMPTS_PER_SCENE` x ``count``.
+    Mesh files are compiled once each; one that cannot be imported or fails qualification is
+    recorded under ``rejected``. With meshes and no ``families``, no procedural scene is built.
 
     Args:
         output: corpus folder to create or replace.
@@ -177,14 +275,17 @@ def prepare_corpus(
         resolution: voxels per axis (default ``settings.resolution``).
         env_settings: environment settings used by spawn qualification.
         progress: show a tqdm progress bar on stderr.
+        meshes: user mesh files and their import options.
 
     Returns:
         The manifest written to ``output/manifest.json``.
 
     Raises:
-        ValueError: unknown family, or a family that cannot produce enough qualified scenes.
+        ValueError: unknown family, a family that cannot produce enough qualified scenes, or mesh
+            files of which none qualified.
     """
-    chosen = tuple(families or settings.families)
+    meshes = meshes or MeshSources()
+    chosen = tuple(families) if families is not None else (() if meshes.files else settings.families)
     unknown = [family for family in chosen if family not in FAMILIES]
     if unknown:
         raise ValueError(f"unknown scene families {unknown}; known: {', '.join(FAMILIES)}")
@@ -196,11 +297,16 @@ def prepare_corpus(
     entries: list[ManifestEntry] = []
     rejected: list[dict[str, Any]] = []
     try:
-        with tqdm(total=len(chosen) * per_family, desc="corpus", unit="scene", disable=not progress) as bar:
+        total = len(chosen) * per_family + len(meshes.files)
+        with tqdm(total=total, desc="corpus", unit="scene", disable=not progress) as bar:
             for family in chosen:
                 _build_family(
                     family, per_family, staging, settings, resolution, env_settings, entries, rejected, bar
                 )
+            _build_meshes(meshes, staging, settings, resolution, env_settings, entries, rejected, bar)
+        if not entries:
+            reasons = "; ".join(f"{r['source']}: {r['reason']}" for r in rejected[:3])
+            raise ValueError(f"no scene qualified ({reasons})")
         manifest = CorpusManifest(
             created_utc=utc_now(),
             git_revision=git_revision(),
@@ -210,7 +316,8 @@ def prepare_corpus(
                 "families": list(chosen),
                 "count_per_family": per_family,
                 "resolution": resolution or settings.resolution,
-            },
+            }
+            | ({"mesh_sources": meshes.record()} if meshes.files else {}),
             scenes=entries,
             rejected=rejected,
         )

@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 
 Bounds = tuple[tuple[float, float, float], tuple[float, float, float]]
 
-QUALIFY_MIN_CANDIDATES = 2048
-"""Spawn candidates probed per scene at least (the runtime default is sized for training resets)."""
-
 
 def qualify_asset(
     asset: GmdagAsset,
@@ -53,10 +50,8 @@ def qualify_asset(
 
     settings = settings or EnvironmentSettings()
     scene = scene_from_asset(asset, settings)
-    # Candidates are drawn in the whole padded cube, of which a flat apartment fills a few per cent:
-    # probe enough of them that the interior is sampled, not just the roof and the padding.
-    candidates = max(settings.scene.spawn_candidates, QUALIFY_MIN_CANDIDATES)
-    report = qualify_scene(scene, settings, seed=seed, candidates=candidates)
+    # The same call, with the same defaults, as the runtime backend makes (one implementation).
+    report = qualify_scene(scene, settings, seed=seed)
     summary = dict(report.summary())
     clearance = report.clearance
     summary["median_clearance_m"] = float(np.median(clearance)) if len(clearance) else None

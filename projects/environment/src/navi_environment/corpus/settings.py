@@ -35,7 +35,8 @@ class CompileSettings(BaseModel):
         ge=0.0,
         le=4.0,
         description="Procedural solids thinner than this many voxels are thickened to it, so no wall "
-        "falls between voxel centres and lets rays through at coarse resolutions (0 = exact geometry).",
+        "falls between voxel centres and lets rays through at coarse resolutions (0 = exact geometry). "
+        "Mesh surfaces are thickened by half of it on each side (an open ground plane becomes solid).",
     )
     max_mesh_extent_m: float = Field(
         default=2000.0, gt=0.0, description="A mesh whose bounding box is larger than this is rejected."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import structlog
@@ -28,6 +29,7 @@ class CompiledScene:
         source: canonical source string (``procedural:<family>:seed=<n>`` or the mesh path).
         seconds: wall time of rasterising + compiling.
         source_bounds: ((3,), (3,)) min/max corner of the source geometry, metres.
+        mesh_import: meshes: triangles read and dropped, up axis (and why), scale; else None.
     """
 
     asset: GmdagAsset
@@ -36,10 +38,17 @@ class CompiledScene:
     source: str
     seconds: float
     source_bounds: tuple[tuple[float, float, float], tuple[float, float, float]]
+    mesh_import: dict[str, Any] | None = None
 
 
 def compile_source(
-    source: str, settings: CompileSettings, *, resolution: int | None = None, repair: bool = False
+    source: str,
+    settings: CompileSettings,
+    *,
+    resolution: int | None = None,
+    repair: bool = False,
+    up_axis: str = "auto",
+    scale: float = 1.0,
 ) -> CompiledScene:
     """Compile a procedural spec (``procedural:<family>[:seed=<n>]``) or a mesh file.
 
@@ -48,6 +57,8 @@ def compile_source(
         settings: compile settings (tolerance, cutoff, mesh limits).
         resolution: voxels per axis; default ``settings.resolution``.
         repair: repair the mesh before rasterising (ignored for procedural sources).
+        up_axis: meshes: the file's up direction, or ``auto`` (see :mod:`navi_environment.mesh.orient`).
+        scale: meshes: coordinate multiplier, file units -> metres.
 
     Returns:
         The compiled scene.
@@ -55,6 +66,7 @@ def compile_source(
     Raises:
         ValueError: bad spec or resolution; ``MeshImportError`` (a ValueError) for bad meshes.
     """
+    mesh_import = None
     size = settings.resolution if resolution is None else CompileSettings(resolution=resolution).resolution
     started = time.perf_counter()
     if is_procedural(source):
@@ -68,11 +80,16 @@ def compile_source(
         family, seed, canonical = spec.family, spec.seed, str(spec)
         lo, hi = layout.bounds
     else:
-        from navi_environment.mesh.load import load_mesh
+        from navi_environment.mesh.load import import_mesh
         from navi_environment.sdf.mesh_sdf import mesh_grids
 
-        mesh = load_mesh(source, repair=repair, max_extent_m=settings.max_mesh_extent_m)
-        sdf, semantic, bmin, voxel = mesh_grids(mesh, size)
+        imported = import_mesh(
+            source, repair=repair, max_extent_m=settings.max_mesh_extent_m, up_axis=up_axis, scale=scale
+        )
+        mesh, mesh_import = imported.mesh, imported.record()
+        # Half of min_solid_voxels on each side: an open ground plane or a single-sided wall
+        # becomes a solid shell min_solid_voxels thick, as thin procedural boxes do.
+        sdf, semantic, bmin, voxel = mesh_grids(mesh, size, shell_voxels=0.5 * settings.min_solid_voxels)
         family, seed, canonical = "mesh", None, str(Path(source))
         lo, hi = mesh.bounds
     # Stage progress for long single compiles (512^3 meshes take minutes): one event per stage.
@@ -94,7 +111,7 @@ def compile_source(
         seconds=round(seconds, 2),
     )
     bounds = (_triple(lo), _triple(hi))
-    return CompiledScene(asset, family, seed, canonical, seconds, bounds)
+    return CompiledScene(asset, family, seed, canonical, seconds, bounds, mesh_import)
 
 
 def _triple(values: np.ndarray) -> tuple[float, float, float]:

@@ -64,11 +64,20 @@ class SceneSet:
         return scene
 
     def report(self, index: int) -> QualificationReport:
-        """Spawn qualification of corpus entry ``index`` (computed once, deterministic)."""
+        """Spawn qualification of corpus entry ``index`` (computed once, deterministic).
+
+        The same call as ``qualify-gmdag`` (seed 0, default candidates), so a scene's spawns here
+        are the ones that command reports. Raises :class:`SceneRejectedError` for a scene that
+        cannot host drones.
+        """
         if index not in self._reports:
-            report = qualify_scene(self.scene(index), self.settings, seed=index)
-            if not report.passed:
-                raise ValueError(f"scene {report.scene} cannot host drones: {report.reason}")
+            report = qualify_scene(self.scene(index), self.settings, seed=0).require_pass()
+            log.info(
+                "runtime.scene.spawns",
+                scene=report.scene,
+                distinct_spawns=len(report.positions),
+                sky=report.sky,
+            )
             self._reports[index] = report
         return self._reports[index]
 
@@ -94,10 +103,19 @@ class SceneSet:
         return True
 
     def sample_spawns(self, atlas_ids: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """[K,3] spawn positions drawn uniformly from each drone's scene's qualified spawns."""
+        """[K,3] spawn positions from each drone's scene's qualified spawns, distinct within a call.
+
+        Each scene draws a uniform random start in its spawn table; the drones of that scene take
+        consecutive entries from there (wrapping), so every drone's spawn is uniform over the table
+        and drones reset together never share a start while the scene has enough spawns.
+        """
         ids = atlas_ids.long()
-        u = torch.rand(ids.shape[0], device=self.device, generator=generator)
-        pick = self.spawn_offset[ids] + (u * self.spawn_count[ids]).long().clamp(
-            max=self.spawn_count[ids] - 1
-        )
+        order = torch.argsort(ids, stable=True)
+        ordered = ids[order]
+        rank = torch.empty_like(ids)
+        rank[order] = torch.arange(ids.shape[0], device=ids.device) - torch.searchsorted(ordered, ordered)
+        count = self.spawn_count[ids]
+        start = torch.rand(self.spawn_count.shape[0], device=self.device, generator=generator)
+        first = (start * self.spawn_count).long().clamp(max=self.spawn_count - 1)
+        pick = self.spawn_offset[ids] + (first[ids] + rank) % count
         return self.spawn_table[pick]

@@ -9,6 +9,15 @@ the least-starved candidate: in an enclosed scene (best starvation ~0) that reje
 the building, on its roof or beside it, whose probes see open sky, while an open scene (best
 starvation 0.5, say) still gets spawns. A scene passes when it has a viable spawn and
 its best starvation is below 0.7 (the verdict used by corpus qualification).
+
+A scene open to the sky (a site, a stadium, a roofless ruin) starves every probe that looks up: it
+is reported as ``sky="open"`` when its best spawn starves at least ``OPEN_SKY_STARVATION``, and
+judged a second way when the first finds nothing: by its *ground starvation*, the share of the
+probe's downward rays that see nothing. Spawns whose downward rays see the ground pass it as
+``sky="open"``; a scene with neither kind of spawn cannot host drones.
+
+This is the one spawn qualification in Navi: ``qualify-gmdag``, corpus building and the runtime
+backend all call :func:`qualify_scene` with the same defaults, so they find the same spawns.
 """
 
 from __future__ import annotations
@@ -29,6 +38,17 @@ from navi_environment.runtime.tracer import Tracer, fibonacci_directions
 log = structlog.get_logger()
 
 FAIL_STARVATION = 0.7  # best spawn starving at or above this -> the scene FAILs
+MIN_CANDIDATES = 2048
+"""Candidates per round at least (``scene.spawn_candidates`` when larger): a small building in a big
+padded cube needs this many to be sampled at all."""
+OPEN_SKY_STARVATION = 0.25
+"""A scene whose best spawn sees nothing in this share of directions is open to the sky."""
+DOWN_RAY_Z = -0.2
+"""Probe rays pointing at least this far down count for the ground starvation."""
+
+
+class SceneRejectedError(ValueError):
+    """A scene cannot host drones; the message names the scene and the reason in one line."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,8 @@ class QualificationReport:
         clearance: [N] float32 distance to the nearest surface, per spawn (metres).
         candidates: candidates tried. free: candidates with enough clearance.
         verdict: ``"PASS"`` or ``"FAIL"``. reason: one line explaining the verdict.
+        sky: ``"enclosed"`` (spawns see surfaces all around) or ``"open"`` (open to the sky:
+            spawns see the ground below and nothing above).
     """
 
     scene: str
@@ -52,6 +74,7 @@ class QualificationReport:
     free: int
     verdict: Literal["PASS", "FAIL"]
     reason: str
+    sky: Literal["enclosed", "open"] = "enclosed"
 
     @property
     def passed(self) -> bool:
@@ -64,8 +87,14 @@ class QualificationReport:
         return {
             "scene": self.scene, "verdict": self.verdict, "reason": self.reason,
             "viable": len(self.positions), "candidates": self.candidates, "free": self.free,
-            "best_starvation": best,
+            "best_starvation": best, "sky": self.sky,
         }  # fmt: skip
+
+    def require_pass(self) -> QualificationReport:
+        """This report when it passed; else :class:`SceneRejectedError` naming the scene and reason."""
+        if not self.passed:
+            raise SceneRejectedError(f"{self.scene}: {self.reason}")
+        return self
 
 
 def qualify_scene(
@@ -95,25 +124,51 @@ def qualify_scene(
         scene = scene_from_asset(scene_or_asset, settings)
     else:
         scene = scene_or_asset
-    count = int(candidates or settings.scene.spawn_candidates)
+    count = int(candidates or max(settings.scene.spawn_candidates, MIN_CANDIDATES))
     tracer = Tracer(
         pack_scenes([scene]), settings.sensor, settings.tracer.model_copy(update={"device_kernel": "numba"})
     )
-    free_points, free_clear, starvation, tried = _free_candidates(
-        tracer, scene, settings, count, seed=seed, probe_rays=probe_rays
-    )
-    viable = _viable(starvation, settings)
-    order = np.lexsort((-free_clear[viable], starvation[viable]))[: settings.scene.spawn_max]
-    report_positions = free_points[viable][order]
-    report_starvation = starvation[viable][order].astype(np.float32)
-    verdict, reason = _verdict(len(free_points), report_starvation, settings)
-    report = QualificationReport(
-        scene=scene.name, positions=report_positions, starvation=report_starvation,
-        clearance=free_clear[viable][order].astype(np.float32), candidates=tried, free=len(free_points),
-        verdict=verdict, reason=reason,
-    )  # fmt: skip
+    free = _free_candidates(tracer, scene, settings, count, seed=seed, probe_rays=probe_rays)
+    report = _judge(scene.name, free, settings)
     log.info("runtime.spawn.qualified", **report.summary())
     return report
+
+
+def _judge(name: str, free: _Candidates, settings: EnvironmentSettings) -> QualificationReport:
+    """Enclosed verdict first; when it fails with free space, the open-sky verdict."""
+    verdict, reason = _verdict(
+        len(free.points), free.starvation[_viable(free.starvation, settings)], settings
+    )
+    sky: Literal["enclosed", "open"] = "enclosed"
+    score = free.starvation
+    if verdict == "PASS" and float(score.min()) >= OPEN_SKY_STARVATION:
+        sky, reason = "open", f"open to the sky: {reason}"
+    if verdict == "FAIL" and len(free.points):
+        open_verdict, open_reason = _open_verdict(free.ground, settings)
+        if open_verdict == "PASS":
+            verdict, reason, sky, score = open_verdict, open_reason, "open", free.ground
+    viable = _viable(score, settings) if verdict == "PASS" else np.zeros(len(score), dtype=bool)
+    # enclosed: least starved, then most clearance; open: least ground starvation, then nearest
+    # to a surface (spawns near the ground and the buildings on it, not high in the sky)
+    tie = -free.clearance[viable] if sky == "enclosed" else free.clearance[viable]
+    order = np.lexsort((tie, score[viable]))[: settings.scene.spawn_max]
+    return QualificationReport(
+        scene=name, positions=free.points[viable][order],
+        starvation=free.starvation[viable][order].astype(np.float32),
+        clearance=free.clearance[viable][order].astype(np.float32), candidates=free.tried,
+        free=len(free.points), verdict=verdict, reason=reason, sky=sky,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """Free candidates: points [K,3], clearance, starvation and ground starvation [K]; tried."""
+
+    points: np.ndarray
+    clearance: np.ndarray
+    starvation: np.ndarray
+    ground: np.ndarray
+    tried: int
 
 
 MAX_CANDIDATE_ROUNDS = 8  # small rooms in big cubes: keep drawing until enough free candidates
@@ -127,39 +182,47 @@ def _free_candidates(
     *,
     seed: int,
     probe_rays: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+) -> _Candidates:
     """Uniform candidates with clearance >= spawn_clearance_m.
 
     Clearance is the nearest probe-ray hit: the field query away from surfaces is only a coarse lower
     bound (a room's centre can read 0.6 m where the truth is 1.5 m), which would reject the inside of
     every building and leave only the open space around it. The query still vetoes any point it
     cannot prove is clear of contact (below the drone radius).
-
-    Returns:
-        (points [K,3], clearance [K], starvation [K], candidates tried).
     """
     rng = np.random.default_rng(seed)
     contact = np.float32(settings.physics.drone_radius_m)
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    found: list[tuple[np.ndarray, ...]] = []
     tried = 0
     for _ in range(MAX_CANDIDATE_ROUNDS):
         points = rng.uniform(scene.bmin, scene.bmax, size=(count, 3)).astype(np.float32)
         bound = tracer.query(torch.from_numpy(points), torch.zeros(count, dtype=torch.int32)).numpy()
         points = points[bound >= contact]
-        starvation, nearest = _probe(tracer, points, probe_rays)
+        starvation, ground, nearest = _probe(tracer, points, probe_rays)
         keep = nearest >= settings.scene.spawn_clearance_m
-        found.append((points[keep], nearest[keep], starvation[keep]))
+        found.append((points[keep], nearest[keep], starvation[keep], ground[keep]))
         tried += count
-        if _viable(np.concatenate([f[2] for f in found]), settings).sum() >= settings.scene.spawn_max:
-            break  # enough spawns as good as the best found so far (not merely free ones outside)
-    points, clearance, starvation = (np.concatenate([f[i] for f in found]) for i in range(3))
-    return points, clearance, starvation, tried
+        if _enough(np.concatenate([f[2] for f in found]), np.concatenate([f[3] for f in found]), settings):
+            break
+    points, clearance, starvation, ground = (np.concatenate([f[i] for f in found]) for i in range(4))
+    return _Candidates(points, clearance, starvation, ground, tried)
 
 
-def _probe(tracer: Tracer, points: np.ndarray, probe_rays: int) -> tuple[np.ndarray, np.ndarray]:
-    """([K] share of probe rays that miss within the horizon, [K] nearest hit distance in metres)."""
+def _enough(starvation: np.ndarray, ground: np.ndarray, settings: EnvironmentSettings) -> bool:
+    """Enough spawns as good as the best found so far (not merely free ones outside)."""
+    wanted = settings.scene.spawn_max
+    if _viable(starvation, settings).sum() >= wanted:
+        return True
+    open_sky = len(starvation) > 0 and float(starvation.min()) >= FAIL_STARVATION
+    return bool(open_sky and _viable(ground, settings).sum() >= wanted)
+
+
+def _probe(tracer: Tracer, points: np.ndarray, probe_rays: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """([K] share of probe rays that miss within the horizon, [K] share of the downward ones that
+    miss, [K] nearest hit distance in metres)."""
     if len(points) == 0:
-        return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+        empty = np.zeros(0, dtype=np.float32)
+        return empty, empty, empty
     dirs = fibonacci_directions(probe_rays)
     K = len(points)
     origins = torch.from_numpy(np.repeat(points, probe_rays, axis=0))
@@ -168,9 +231,12 @@ def _probe(tracer: Tracer, points: np.ndarray, probe_rays: int) -> tuple[np.ndar
     t, hit = tracer.cast(
         origins, rays, t_max, torch.zeros_like(t_max), torch.zeros(K * probe_rays, dtype=torch.int32)
     )
-    starvation = 1.0 - hit.numpy().reshape(K, probe_rays).mean(axis=1)
+    hits = hit.numpy().reshape(K, probe_rays)
+    starvation = 1.0 - hits.mean(axis=1)
+    down = np.asarray(dirs)[:, 2] <= DOWN_RAY_Z
+    ground = 1.0 - hits[:, down].mean(axis=1)
     nearest = t.numpy().reshape(K, probe_rays).min(axis=1)
-    return starvation.astype(np.float32), nearest.astype(np.float32)
+    return starvation.astype(np.float32), ground.astype(np.float32), nearest.astype(np.float32)
 
 
 def _viable(starvation: np.ndarray, settings: EnvironmentSettings) -> np.ndarray:
@@ -186,14 +252,34 @@ def _viable(starvation: np.ndarray, settings: EnvironmentSettings) -> np.ndarray
 def _verdict(
     free: int, starvation: np.ndarray, settings: EnvironmentSettings
 ) -> tuple[Literal["PASS", "FAIL"], str]:
-    """PASS/FAIL with a one-line reason."""
+    """PASS/FAIL with a one-line reason (``starvation``: the viable spawns' values)."""
     if free == 0:
-        return "FAIL", f"no free-space candidate with clearance >= {settings.scene.spawn_clearance_m} m"
+        return (
+            "FAIL",
+            "cannot host drones: no free-space candidate with clearance >= "
+            f"{settings.scene.spawn_clearance_m} m",
+        )
     if len(starvation) == 0:
         return (
             "FAIL",
-            f"no viable spawn: every free candidate starves >= {settings.scene.spawn_max_starvation}",
+            "cannot host drones: no viable spawn, every free candidate starves >= "
+            f"{settings.scene.spawn_max_starvation} and sees no ground below",
         )
-    if starvation[0] >= FAIL_STARVATION:
-        return "FAIL", f"best spawn starvation {starvation[0]:.2f} >= {FAIL_STARVATION}"
-    return "PASS", f"{len(starvation)} viable spawns, best starvation {starvation[0]:.2f}"
+    best = float(starvation.min())
+    if best >= FAIL_STARVATION:
+        return "FAIL", f"cannot host drones: best spawn starvation {best:.2f} >= {FAIL_STARVATION}"
+    kept = min(len(starvation), settings.scene.spawn_max)
+    return "PASS", f"{len(starvation)} viable spawns ({kept} distinct kept), best starvation {best:.2f}"
+
+
+def _open_verdict(ground: np.ndarray, settings: EnvironmentSettings) -> tuple[Literal["PASS", "FAIL"], str]:
+    """The open-sky verdict: free candidates that see the ground below."""
+    viable = ground[_viable(ground, settings)]
+    if len(viable) == 0 or float(viable.min()) >= FAIL_STARVATION:
+        return "FAIL", "no ground below any free candidate"
+    kept = min(len(viable), settings.scene.spawn_max)
+    return (
+        "PASS",
+        f"open to the sky: {len(viable)} viable spawns over ground ({kept} distinct kept), "
+        f"best ground starvation {float(viable.min()):.2f}",
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
+from navi_environment.mesh.orient import Orientation
 from navi_environment.scenes.layout import SceneLayout
 
 _BOX_FACES = np.array(
@@ -32,7 +33,8 @@ def layout_mesh(layout: SceneLayout) -> trimesh.Trimesh:
 
 
 def export_layout(layout: SceneLayout, path: str | Path) -> Path:
-    """Write the layout mesh; the format follows the suffix (.obj, .glb, .ply, .stl).
+    """Write the layout mesh; the format follows the suffix (.obj, .glb, .ply, .stl). OBJ, PLY and
+    STL keep Navi's z up; glTF binary is written +y up, as its specification requires.
 
     Raises:
         ValueError: for a suffix trimesh cannot write.
@@ -42,5 +44,9 @@ def export_layout(layout: SceneLayout, path: str | Path) -> Path:
     if suffix not in {"obj", "glb", "ply", "stl"}:
         raise ValueError(f"{target}: cannot export a mesh as {suffix!r}; use .obj, .glb, .ply or .stl")
     target.parent.mkdir(parents=True, exist_ok=True)
-    layout_mesh(layout).export(target)
+    mesh = layout_mesh(layout)
+    if suffix == "glb":  # glTF is +y up by specification; Navi is +z up
+        z_up_to_y_up = Orientation(up_axis="y").matrix.T
+        mesh = trimesh.Trimesh(mesh.vertices @ z_up_to_y_up.T, mesh.faces, process=False)
+    mesh.export(target)
     return target

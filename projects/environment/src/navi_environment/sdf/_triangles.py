@@ -20,12 +20,38 @@ def _dot(  # noqa: PLR0917 - scalar helper inlined by numba
     return ax * bx + ay * by + az * bz
 
 
+DEGENERATE_NORMAL2 = 1e-24
+"""|ab x ac|^2 at or below this times (longest edge^2)^2: the triangle is a segment (its width is at
+most 1e-12 of its length, below what float64 corner coordinates resolve)."""
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _ratio(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``, 0 when the denominator rounded to zero (a corner case only
+    rounding reaches: the exact denominators are squared edge lengths or the squared area)."""
+    return numerator / denominator if denominator != 0.0 else 0.0
+
+
 @nb.njit(cache=True, nogil=True)
 def point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
     """Exact Euclidean distance from point ``p`` to triangle ``abc`` (Ericson, Real-Time Collision
-    Detection §5.1.5: closest point by Voronoi region). Degenerate triangles fall back to edges."""
+    Detection §5.1.5: closest point by Voronoi region).
+
+    A degenerate triangle (two corners coincide, or all three are collinear to within
+    :data:`DEGENERATE_NORMAL2`) has no interior: its closest point lies on one of its edges, so the
+    distance is the least of the three segment distances. That case is decided before the Voronoi
+    tests, whose edge parameters divide by the squared edge lengths and would divide by zero
+    (``ZeroDivisionError`` inside the parallel splat).
+    """
     abx, aby, abz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
     acx, acy, acz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    nx, ny, nz = aby * acz - abz * acy, abz * acx - abx * acz, abx * acy - aby * acx
+    normal2 = nx * nx + ny * ny + nz * nz
+    bcx, bcy, bcz = c[0] - b[0], c[1] - b[1], c[2] - b[2]
+    longest2 = max(_dot(abx, aby, abz, abx, aby, abz), _dot(acx, acy, acz, acx, acy, acz))
+    longest2 = max(longest2, _dot(bcx, bcy, bcz, bcx, bcy, bcz))
+    if normal2 <= DEGENERATE_NORMAL2 * longest2 * longest2:
+        return min(_segment_distance(p, a, b), _segment_distance(p, a, c), _segment_distance(p, b, c))
     apx, apy, apz = p[0] - a[0], p[1] - a[1], p[2] - a[2]
     d1 = _dot(abx, aby, abz, apx, apy, apz)
     d2 = _dot(acx, acy, acz, apx, apy, apz)
@@ -46,21 +72,18 @@ def point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.n
         elif d6 >= 0.0 and d5 <= d6:
             qx, qy, qz = c[0], c[1], c[2]
         elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-            t = d1 / (d1 - d3)
+            t = _ratio(d1, d1 - d3)
             qx, qy, qz = a[0] + t * abx, a[1] + t * aby, a[2] + t * abz
         elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-            t = d2 / (d2 - d6)
+            t = _ratio(d2, d2 - d6)
             qx, qy, qz = a[0] + t * acx, a[1] + t * acy, a[2] + t * acz
         elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-            t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+            t = _ratio(d4 - d3, (d4 - d3) + (d5 - d6))
             qx, qy, qz = b[0] + t * (c[0] - b[0]), b[1] + t * (c[1] - b[1]), b[2] + t * (c[2] - b[2])
         else:
-            total = va + vb + vc
-            if total == 0.0:  # zero-area triangle: distance to its longest edge's endpoints region
-                return min(_segment_distance(p, a, b), _segment_distance(p, a, c), _segment_distance(p, b, c))
-            v = vb / total
-            w = vc / total
-            qx, qy, qz = a[0] + abx * v + acx * w, a[1] + aby * v + acy * w, a[2] + abz * v + acz * w
+            # Inside the face: the distance to its plane, which stays exact for slivers where
+            # rebuilding the closest point from barycentric ratios would not.
+            return abs(_dot(apx, apy, apz, nx, ny, nz)) / math.sqrt(normal2)
     dx, dy, dz = p[0] - qx, p[1] - qy, p[2] - qz
     return math.sqrt(dx * dx + dy * dy + dz * dz)
 

@@ -9,6 +9,10 @@
    interiors come out inside.
 4. Magnitude outside the band from a Euclidean distance transform to the band: the distance to the
    nearest band voxel plus the band width minus one voxel, within about a voxel of the truth.
+5. Optionally every surface is thickened by ``shell_voxels`` (the field is offset by that
+   distance): a zero-thickness surface (a ground plane, a single-sided wall) has a distance that
+   never goes below half a voxel between voxel centres, so rays would pass through it; as a
+   shell at least a voxel thick it is solid to the tracer.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ def _region_samples(labels: np.ndarray, count: int) -> tuple[np.ndarray, np.ndar
 
 
 def mesh_grids(
-    mesh: trimesh.Trimesh, resolution: int, *, semantic_id: int = 1
+    mesh: trimesh.Trimesh, resolution: int, *, semantic_id: int = 1, shell_voxels: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Rasterise a mesh into the compiler's dense inputs.
 
@@ -82,6 +86,7 @@ def mesh_grids(
         mesh: validated mesh in metres (see :func:`navi_environment.mesh.load.load_mesh`).
         resolution: voxels per axis (power of two).
         semantic_id: id written near every surface (meshes carry no classes).
+        shell_voxels: thicken every surface by this many voxels (0: exact geometry).
 
     Returns:
         (sdf (R, R, R) float32, semantic (R, R, R) uint16, bmin (3,) float32, voxel size).
@@ -119,6 +124,8 @@ def mesh_grids(
     inside = region_inside[labels]
     inside.ravel()[band_flat] = np.abs(band_winding) > 0.5
     np.negative(sdf, out=sdf, where=inside)
+    if shell_voxels > 0:
+        sdf -= np.float32(shell_voxels * voxel)
     semantic = np.where(udf < np.float32(SEMANTIC_BAND_VOXELS * voxel), np.uint16(semantic_id), np.uint16(0))
     log.debug(
         "sdf.mesh.rasterised",

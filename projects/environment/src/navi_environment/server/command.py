@@ -37,14 +37,15 @@ def build_server_config(base: Any = None, **options: Any) -> Any:
 @click.command("serve")
 @click.option("--mode", type=click.Choice(["step", "async"]), default=None, help="[default: step]")
 @click.option(
-    "--pub", "pub_endpoint", default=None, help="PUB bind endpoint ('' = none). [default: tcp://*:5559]"
+    "--pub", "pub_endpoint", default=None, help="PUB bind endpoint ('' = none). [default: tcp://127.0.0.1:5559]"
 )
-@click.option("--rep", "rep_endpoint", default=None, help="REP bind endpoint. [default: tcp://*:5560]")
+@click.option("--rep", "rep_endpoint", default=None, help="REP bind endpoint. [default: tcp://127.0.0.1:5560]")
 @click.option(
     "--action-sub",
     default=None,
     help="Async mode: the brain PUB to take actions from. [default: tcp://localhost:5557]",
 )
+@click.option("--keys", type=_DIR, default=None, help="CURVE keys folder: secure mode (docs/security.md).")
 @click.option(
     "--seed", type=click.IntRange(min=0), default=None, help="Async mode: start-up reset seed. [default: 0]"
 )
@@ -67,6 +68,7 @@ def serve_command(
     action_sub: str | None,
     seed: int | None,
     republish_ms: int | None,
+    keys: Path | None,
     actors: int,
     gmdag_file: Path | None,
     corpus: Path | None,
@@ -98,13 +100,16 @@ def serve_command(
             settings = environment_settings(horizon)
             config = build_server_config(
                 settings.server, mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint,
-                action_sub=action_sub, seed=seed, republish_ms=republish_ms,
+                action_sub=action_sub, seed=seed, republish_ms=republish_ms, keys=keys,
             )  # fmt: skip
             try:
                 paths = scene_sources(gmdag_file, corpus)
             except ValueError as error:
                 raise click.UsageError(str(error)) from error
-            backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
+            try:
+                backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
+            except ValueError as error:  # a broken file, or a scene that cannot host drones
+                raise click.ClickException(f"unusable scene: {error}") from error
     except KeyboardInterrupt:
         click.echo("interrupted while loading; nothing served")
         return

@@ -6,10 +6,12 @@ A plain group so ``EnvironmentSettings`` can embed it as ``server`` (``NAVI_ENV_
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
+from navi_contracts import topics
 from navi_contracts.settings import SettingsGroup
 
 
@@ -21,12 +23,19 @@ class ServerConfig(SettingsGroup):
         description="step: step only on REQ StepRequests; async: also step on actions published by a brain.",
     )
     pub_endpoint: str = Field(
-        default="tcp://*:5559", description="PUB bind: observations + telemetry ('' = publish nothing)."
+        default=topics.ENV_PUB_BIND,
+        description="PUB bind: observations + telemetry ('' = publish nothing); loopback unless widened.",
     )
-    rep_endpoint: str = Field(default="tcp://*:5560", description="REP bind: StepRequest -> StepResult.")
+    rep_endpoint: str = Field(
+        default=topics.ENV_REP_BIND,
+        description="REP bind: StepRequest -> StepResult; loopback unless widened.",
+    )
     action_sub: str = Field(
-        default="tcp://localhost:5557",
+        default=topics.ACTOR_PUB_CONNECT,
         description="Async mode: the brain's PUB whose action_v2 drives steps.",
+    )
+    keys: Path | None = Field(
+        default=None, description="CURVE keys folder (secure mode, docs/security.md); null: plain sockets."
     )
     seed: int = Field(default=0, ge=0, description="Async mode: seed of the reset made at start-up.")
     republish_ms: int = Field(
@@ -43,9 +52,16 @@ class ServerConfig(SettingsGroup):
 
     @model_validator(mode="after")
     def _check_async_has_endpoints(self) -> Self:
-        """Async mode is useless without a PUB (the brain never sees an observation) or an action source."""
+        """Async mode is useless without a PUB (the brain never sees an observation) or an action source.
+
+        Secure mode: the keys folder must hold the server half (and, in async mode, the client half).
+        """
         if self.mode == "async" and not self.pub_endpoint:
             raise ValueError("async mode needs a PUB endpoint: the brain acts on published observations")
         if self.mode == "async" and not self.action_sub:
             raise ValueError("async mode needs action_sub: the brain PUB whose actions drive the steps")
+        if self.keys is not None:  # an unusable keys folder fails at start-up, before scenes load
+            from navi_contracts.curve import load_keys
+
+            load_keys(self.keys, server=True, client=self.mode == "async")
         return self

@@ -31,6 +31,7 @@ from navi_contracts import (
     telemetry_names,
     topics,
 )
+from navi_contracts.curve import load_keys
 from navi_contracts.model_base import WireModel
 from navi_environment.backend import SdfDagBackend
 from navi_environment.server.async_loop import AsyncActionLoop
@@ -199,7 +200,8 @@ def serve(
         pub_endpoint: PUB bind endpoint (None: do not publish).
         rep_endpoint: REP bind endpoint.
         stop: set it (e.g. from a SIGINT handler) to shut down cleanly.
-        config: mode and async pacing (None: step mode); its endpoints are not used here.
+        config: mode, async pacing and CURVE keys (None: step mode, plain sockets); its endpoints
+            are not used here.
 
     Returns:
         How many REQ requests were answered (async-mode steps are counted by the loop's log).
@@ -210,18 +212,19 @@ def serve(
     config = config or ServerConfig()
     if config.mode == "async" and not pub_endpoint:
         raise ValueError("async mode needs a PUB endpoint: the brain acts on published observations")
+    curve = load_keys(config.keys)
     with contextlib.ExitStack() as sockets:
-        publisher = sockets.enter_context(Publisher(pub_endpoint)) if pub_endpoint else None
+        publisher = sockets.enter_context(Publisher(pub_endpoint, curve=curve)) if pub_endpoint else None
         service = EnvironmentService(backend, publisher)
         server = sockets.enter_context(
-            RepServer(rep_endpoint, handler=service.handle, accepts=(StepRequest,))
+            RepServer(rep_endpoint, handler=service.handle, accepts=(StepRequest,), curve=curve)
         )
         log.info(
             "environment.server.serving", mode=config.mode, rep=rep_endpoint, pub=pub_endpoint,
             actions=config.action_sub if config.mode == "async" else None, actors=backend.num_actors,
         )  # fmt: skip
         if config.mode == "async":
-            actions = sockets.enter_context(Subscriber(config.action_sub, [topics.ACTION]))
+            actions = sockets.enter_context(Subscriber(config.action_sub, [topics.ACTION], curve=curve))
             loop = AsyncActionLoop(service, actions, server, config)
             loop.run(stop)
         else:

@@ -1,0 +1,142 @@
+"""What ``navi-actor evaluate`` and ``navi-actor compare`` do, apart from parsing options.
+
+Every named policy (a checkpoint, ``random``, ``heuristic`` or ``frontier``) flies the same episode
+plan (K starts per scene drawn once with the seed), in each requested acting mode; the output has
+one block per policy and mode, each aggregate with its 95% interval, and ``compare`` adds the paired
+differences and ratios (second vs first) episode by episode.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+
+Mode = Literal["mean", "sample", "both"]
+BASELINES = ("random", "heuristic", "frontier")
+
+
+def resolve_policy(spec: str, env: Any, device: str) -> tuple[Any, bool]:
+    """``(policy, learned)`` for a policy spec: a baseline name or a checkpoint path.
+
+    Raises:
+        click.ClickException: an unknown name, an unreadable checkpoint, or a sensor mismatch.
+    """
+    from navi_actor.evaluation import baselines
+
+    if spec == "random":
+        return baselines.RandomPolicy(), False
+    if spec in ("heuristic", "frontier"):
+        settings = getattr(env, "settings", None)
+        if settings is None:
+            raise click.ClickException(f"the {spec} policy flies only in the simulator (--env sdfdag)")
+        if spec == "heuristic":
+            return baselines.ReactiveHeuristic(horizon_m=settings.sensor.horizon_m), False
+        return baselines.FrontierPolicy(settings, env.num_actors), False
+    path = Path(spec)
+    if not path.is_file():
+        raise click.ClickException(f"policy {spec!r} is neither a checkpoint file nor one of {BASELINES}")
+    return _checkpoint_policy(path, env, device), True
+
+
+def _checkpoint_policy(path: Path, env: Any, device: str) -> Any:
+    from navi_actor.checkpoints import CheckpointError, load_checkpoint
+    from navi_actor.models import NaviPolicy
+
+    try:
+        loaded = load_checkpoint(path, map_location=device)
+    except CheckpointError as error:
+        raise click.ClickException(str(error)) from error
+    sensor = (loaded.policy_config.azimuth, loaded.policy_config.elevation)
+    if tuple(env.observation_shape[1:]) != sensor:
+        raise click.ClickException(
+            f"{path} expects a {sensor} sensor but the environment gives {tuple(env.observation_shape[1:])}"
+        )
+    policy = NaviPolicy(loaded.policy_config).to(device)
+    policy.load_state_dict(loaded.model)
+    return policy
+
+
+def modes_for(mode: Mode, learned: bool) -> list[bool]:
+    """Acting modes as ``deterministic`` flags; baselines act one way whatever the mode."""
+    if not learned:
+        return [True]
+    return {"mean": [True], "sample": [False], "both": [True, False]}[mode]
+
+
+def evaluate_specs(
+    specs: list[str], env: Any, device: str, *, episodes_per_scene: int, mode: Mode, seed: int
+) -> dict[str, Any]:
+    """Fly every policy of ``specs`` in every mode on one plan; returns the JSON-able result."""
+    from navi_actor.evaluation.evaluator import evaluate_policy
+    from navi_actor.evaluation.plan import make_plan
+
+    plan = make_plan(env, episodes_per_scene, seed)
+    blocks: list[dict[str, Any]] = []
+    reports: list[tuple[str, str, Any]] = []  # (spec, mode label, report)
+    for spec in specs:
+        policy, learned = resolve_policy(spec, env, device)
+        for deterministic in modes_for(mode, learned):
+            report = evaluate_policy(policy, env, plan=plan, deterministic=deterministic, seed=seed)
+            summary = report.summary()
+            summary["mode"] = summary["mode"] if learned else "own"
+            blocks.append({"policy": spec, **summary})
+            reports.append((spec, summary["mode"], report))
+    result: dict[str, Any] = {
+        "plan": {"scenes": int(plan.scenes.unique().numel()), "episodes_per_scene": episodes_per_scene,
+                 "episodes": plan.size, "seed": seed},
+        "results": blocks,
+    }  # fmt: skip
+    if len(specs) == 2:
+        result["paired"] = _paired_blocks(specs, reports)
+    return result
+
+
+def _paired_blocks(specs: list[str], reports: list[tuple[str, str, Any]]) -> dict[str, Any]:
+    """Second vs first policy, per acting mode (a baseline's one mode pairs with every mode)."""
+    from navi_actor.evaluation.evaluator import compare_reports
+
+    firsts = [(m, r) for s, m, r in reports if s == specs[0]]
+    seconds = [(m, r) for s, m, r in reports if s == specs[1]]
+    return {
+        f"{second_mode} vs {first_mode}": compare_reports(first, second)
+        for first_mode, first in firsts
+        for second_mode, second in seconds
+        if first_mode == second_mode or "own" in (first_mode, second_mode)
+    }
+
+
+def _cell(entry: dict[str, float], scale: float = 1.0, digits: int = 2) -> str:
+    value, low, high = (entry[k] * scale for k in ("value", "ci95_low", "ci95_high"))
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """Human-readable lines: one block per policy and mode, intervals in brackets."""
+    plan = result["plan"]
+    lines = [
+        f"plan: {plan['episodes']} episodes = {plan['scenes']} scenes x {plan['episodes_per_scene']} "
+        f"starts (seed {plan['seed']}); values [95% interval]"
+    ]
+    for block in result["results"]:
+        lines.append(
+            f"{block['policy']} ({block['mode']}): coverage {_cell(block['coverage_cells'], digits=1)} cells"
+            f" = {_cell(block['coverage_share'], 100.0, 1)} % of reachable | collisions "
+            f"{_cell(block['collisions_per_step'], 100.0)} % of steps, "
+            f"{_cell(block['collisions_per_100m'])} per 100 m | path {_cell(block['path_m'], digits=1)} m "
+            f"at {_cell(block['mean_speed_mps'])} m/s | return {_cell(block['return'])} | half coverage "
+            f"after {_cell(block['steps_to_half_coverage'], digits=0)} steps | |yaw| "
+            f"{_cell(block['mean_abs_yaw'])}, yaw bias {_cell(block['yaw_bias'])}"
+        )
+    for name, metrics in result.get("paired", {}).items():
+        lines.append(
+            f"second vs first ({name}): coverage x{_cell(metrics['coverage_cells']['ratio'])}, difference "
+            f"{_cell(metrics['coverage_cells']['difference'], digits=1)} cells; collisions per step "
+            f"x{_cell(metrics['collisions_per_step']['ratio'])}; return difference "
+            f"{_cell(metrics['return']['difference'])}"
+        )
+    return "\n".join(lines)
