@@ -142,7 +142,7 @@ def serve(
     try:
         _serve_until_stopped(
             mode=mode, sub_endpoint=sub_endpoint, pub_endpoint=pub_endpoint, step_endpoint=step_endpoint,
-            checkpoint=checkpoint, deterministic=deterministic, seed=seed, total_steps=total_steps,
+            keys=keys, checkpoint=checkpoint, deterministic=deterministic, seed=seed, total_steps=total_steps,
             request_timeout_ms=request_timeout_ms, wait_for_subscribers=wait_for_subscribers, device=device,
             torch_threads=torch_threads,
         )  # fmt: skip
@@ -157,6 +157,7 @@ def _serve_until_stopped(
     sub_endpoint: str | None,
     pub_endpoint: str | None,
     step_endpoint: str | None,
+    keys: Path | None,
     checkpoint: Path | None,
     deterministic: bool | None,
     seed: int | None,
