@@ -47,6 +47,8 @@ def resolve_scene_paths(
         ValueError: both given, a bad procedural spec, or a mesh that does not import.
         FileNotFoundError: a named file or folder that does not exist or holds no scene.
     """
+    from navi_environment.corpus.manifest import corpus_scene_files
+
     if scene is not None and corpus is not None:
         raise ValueError("pass scene= or corpus=, not both")
     if scene is not None:
@@ -57,23 +59,6 @@ def resolve_scene_paths(
 
     log.info("gym.scenes.default_corpus", message="locating the default corpus (built on first use)")
     return corpus_scene_files(ensure_default_corpus(env_settings=settings, progress=True))
-
-
-def corpus_scene_files(folder: Path) -> list[Path]:
-    """Scenes of a corpus folder: the manifest's qualified scenes, else every ``*.gmdag`` in it."""
-    from navi_environment.corpus.manifest import ManifestError, load_manifest
-
-    if not folder.is_dir():
-        raise FileNotFoundError(f"corpus folder {folder} does not exist")
-    try:
-        manifest = load_manifest(folder)
-    except ManifestError:
-        scenes = sorted(folder.rglob("*.gmdag"))
-    else:
-        scenes = [folder / e.file for e in manifest.scenes if e.qualification.verdict != "FAIL"]
-    if not scenes:
-        raise FileNotFoundError(f"corpus folder {folder} holds no usable .gmdag scenes")
-    return scenes
 
 
 def scene_file(scene: str, settings: EnvironmentSettings) -> Path:

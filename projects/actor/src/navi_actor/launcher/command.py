@@ -122,20 +122,7 @@ def _bind_of(connect_endpoint: str, listen: str | None) -> str:
     "--listen",
     help="Interface the servers and the dashboard bind, e.g. 0.0.0.0 (default: 127.0.0.1 only).",
 )
-def main(
-    *,
-    with_dashboard: bool | None,
-    gmdag_file: Path | None,
-    corpus: Path | None,
-    actors: int,
-    mode: str | None,
-    checkpoint: Path | None,
-    deterministic: bool | None,
-    on_exit: str | None,
-    secure: bool | None,
-    keys: Path | None,
-    listen: str | None,
-) -> None:
+def main(**options: Any) -> None:
     """Run navi-environment serve + the brain (+ navi-dashboard) together; Ctrl+C stops them all.
 
     Output of every process is shown with an [env] / [brain] / [dashboard] prefix. A process that
@@ -147,10 +134,7 @@ def main(
     """
     try:
         with on_termination(raise_interrupt):  # start-up: nothing is running yet, just leave
-            supervisor = _build_supervisor(with_dashboard=with_dashboard, gmdag_file=gmdag_file,
-                                           corpus=corpus, actors=actors, mode=mode, checkpoint=checkpoint,
-                                           deterministic=deterministic, on_exit=on_exit, secure=secure,
-                                           keys=keys, listen=listen)  # fmt: skip
+            supervisor = _build_supervisor(**options)
     except KeyboardInterrupt:
         click.echo("navi-stack: interrupted before anything started", err=True)
         return

@@ -33,28 +33,14 @@ class BuiltEnvironment:
 
 
 def corpus_scenes(folder: Path) -> list[Path]:
-    """Scenes of a corpus folder: the manifest's qualified scenes, else every ``*.gmdag`` in it.
-
-    Args:
-        folder: a corpus folder.
-
-    Returns:
-        Sorted scene paths (never empty).
+    """Scenes of a corpus folder (``navi_environment.corpus.manifest.corpus_scene_files``).
 
     Raises:
         FileNotFoundError: the folder holds no usable scene.
     """
-    from navi_environment.corpus.manifest import ManifestError, load_manifest
+    from navi_environment.corpus.manifest import corpus_scene_files
 
-    try:
-        manifest = load_manifest(folder)
-    except ManifestError:
-        scenes = sorted(folder.rglob("*.gmdag"))
-    else:
-        scenes = [folder / e.file for e in manifest.scenes if e.qualification.verdict != "FAIL"]
-    if not scenes:
-        raise FileNotFoundError(f"corpus folder {folder} holds no usable .gmdag scenes")
-    return scenes
+    return corpus_scene_files(folder)
 
 
 def scene_paths(choice: EnvironmentChoice, env_settings: EnvironmentSettings) -> list[Path]:

@@ -114,22 +114,7 @@ def artifacts_dir(settings: Any) -> Path:
 )
 @click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ...")
 @click.option("--torch-threads", type=int, help="torch intra-op threads (default 1: the env shares the CPU).")
-def serve(
-    *,
-    mode: str | None,
-    sub_endpoint: str | None,
-    pub_endpoint: str | None,
-    step_endpoint: str | None,
-    keys: Path | None,
-    checkpoint: Path | None,
-    deterministic: bool | None,
-    seed: int | None,
-    total_steps: int | None,
-    request_timeout_ms: int | None,
-    wait_for_subscribers: int | None,
-    device: str | None,
-    torch_threads: int | None,
-) -> None:
+def serve(**options: Any) -> None:
     """Serve the policy beside `navi-environment serve` (Ctrl+C to stop).
 
     Step mode resets the environment, then for every observation batch acts with the drones'
@@ -140,12 +125,7 @@ def serve(
     """
     interrupt_on_termination()  # before the slow imports: a stop during start-up is a stop too
     try:
-        _serve_until_stopped(
-            mode=mode, sub_endpoint=sub_endpoint, pub_endpoint=pub_endpoint, step_endpoint=step_endpoint,
-            keys=keys, checkpoint=checkpoint, deterministic=deterministic, seed=seed, total_steps=total_steps,
-            request_timeout_ms=request_timeout_ms, wait_for_subscribers=wait_for_subscribers, device=device,
-            torch_threads=torch_threads,
-        )  # fmt: skip
+        _serve_until_stopped(**options)
     except KeyboardInterrupt:  # Ctrl+C, SIGTERM or SIGHUP: sockets are closed by now; a clean stop
         click.echo("brain: interrupted, sockets closed", err=True)
         exit_now(0)

@@ -53,19 +53,14 @@ def resolve_scene_files(
 
 
 def corpus_scene_files(folder: Path) -> list[Path]:
-    """The manifest's scenes that did not FAIL qualification, else every ``*.gmdag`` of ``folder``.
+    """The corpus folder's usable scenes (the one corpus rule of navi-environment), resolved.
 
     Raises:
         SceneSourceError: no usable scene.
     """
-    from navi_environment.corpus.manifest import ManifestError, load_manifest
+    from navi_environment.corpus.manifest import corpus_scene_files as scenes_of
 
     try:
-        manifest = load_manifest(folder)
-    except ManifestError:
-        files = sorted(folder.glob("*.gmdag"))
-    else:
-        files = [folder / entry.file for entry in manifest.scenes if entry.qualification.verdict != "FAIL"]
-    if not files:
-        raise SceneSourceError(f"corpus folder {folder} holds no usable .gmdag scenes")
-    return [path.resolve() for path in files]
+        return [path.resolve() for path in scenes_of(folder)]
+    except FileNotFoundError as error:
+        raise SceneSourceError(str(error)) from error

@@ -113,3 +113,24 @@ def load_manifest(folder: str | Path) -> CorpusManifest:
 def manifest_json(manifest: CorpusManifest) -> str:
     """Pretty, stable JSON text of a manifest."""
     return json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
+
+
+def corpus_scene_files(folder: str | Path) -> list[Path]:
+    """The scenes of a corpus folder: the manifest's scenes that did not FAIL qualification, else every
+    ``*.gmdag`` below it (sorted). The one rule every command uses to read a corpus folder.
+
+    Raises:
+        FileNotFoundError: the folder does not exist or holds no usable scene.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"corpus folder {folder} does not exist")
+    try:
+        manifest = load_manifest(folder)
+    except ManifestError:
+        scenes = sorted(folder.rglob("*.gmdag"))
+    else:
+        scenes = [folder / e.file for e in manifest.scenes if e.qualification.verdict != "FAIL"]
+    if not scenes:
+        raise FileNotFoundError(f"corpus folder {folder} holds no usable .gmdag scenes")
+    return scenes
