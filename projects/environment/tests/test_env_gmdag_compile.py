@@ -105,7 +105,9 @@ def test_sphere_oracle_leaves_within_one_voxel_and_voids_are_safe(sphere_grids) 
 
 def test_void_blocks_are_pruned_and_report_a_safe_bound(sphere_grid_factory) -> None:  # type: ignore[no-untyped-def]
     sdf, semantic, bmin, voxel = sphere_grid_factory(resolution=64, voxel=0.1, radius=0.5)
-    asset = compile_sdf_to_gmdag(sdf, semantic, bmin, voxel)
+    # The pruning mechanism alone (exact_clearance_m=0 prunes every void block); the default's
+    # stored band near surfaces is tested below.
+    asset = compile_sdf_to_gmdag(sdf, semantic, bmin, voxel, exact_clearance_m=0.0)
     root_mask = (int(asset.nodes[0]) >> 55) & 0xFF
     assert root_mask == 0xFF  # the sphere touches all eight root octants
     corner = bmin + 0.05
@@ -261,3 +263,32 @@ def test_refined_dense_is_a_tight_lower_bound(sphere_grid_factory, coarse: int |
     coarse_grid, _ = sample_dense_refined(asset, 8)
     assert (coarse_grid <= sdf.reshape(8, 4, 8, 4, 8, 4).min(axis=(1, 3, 5)) + 2e-3).all()
     np.testing.assert_array_equal(refined_semantic, sample_dense(asset)[1])
+
+
+@pytest.mark.parametrize("clearance", [0.0, 0.4, 0.8])
+def test_distances_below_the_exact_clearance_are_stored_not_bounded(sphere_grids, clearance: float) -> None:  # type: ignore[no-untyped-def]
+    """Everywhere, a reading is either the stored distance (within the far tolerance) or at least
+    ``exact_clearance_m``: collision checks never see a void block's bound below a drone radius."""
+    sdf, semantic, bmin, voxel = sphere_grids
+    asset = compile_sdf_to_gmdag(sdf, semantic, bmin, voxel, exact_clearance_m=clearance)
+    decoded, _ = sample_dense(asset)
+    assert (decoded <= sdf + 1e-3).all()
+    near = (sdf > 0) & (sdf < clearance)
+    assert np.abs(decoded - sdf)[near].max(initial=0.0) <= voxel * 1.001
+    assert ((decoded >= sdf - voxel * 1.001) | (decoded >= clearance - 1e-3)).all()
+    if clearance == 0.0:  # the old rule: void blocks near the surface read far below the truth
+        assert (sdf - decoded)[(sdf > 0) & (sdf < 0.8)].max() > 2 * voxel
+
+
+def test_a_doorway_reads_its_true_clearance() -> None:
+    """A 1 m clear doorway in a wall reads ~0.5 m at its centre, so a 0.3 m drone passes."""
+    from navi_environment.scenes.layout import DOOR_WIDTH_M, LayoutBuilder
+    from navi_environment.scenes.rasterize import layout_grids
+
+    builder = LayoutBuilder("door", 0)
+    builder.wall(0, 3.0, (0.0, 6.0), (0.0, 2.5), doors=(3.0,))
+    sdf, semantic, bmin, voxel = layout_grids(builder.build(), 64)
+    asset = compile_sdf_to_gmdag(sdf, semantic, bmin, voxel)
+    centre = np.array([[3.0, 3.0, 1.0]])
+    reading = float(query_points(asset, centre)[0][0])
+    assert DOOR_WIDTH_M / 2 - 2 * voxel <= reading <= DOOR_WIDTH_M / 2 + 1e-3

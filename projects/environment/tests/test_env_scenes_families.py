@@ -75,18 +75,19 @@ def test_family_has_realistic_metric_size_and_semantics(
         assert labels <= set(layout.labels.tolist())
 
 
-def test_doors_are_one_metre_openings() -> None:
+def test_doors_are_one_metre_clear_openings() -> None:
     builder = LayoutBuilder("test", 0)
     builder.wall(0, 5.0, (0.0, 10.0), (0.0, 3.0), doors=(4.0,))
     layout = builder.build()
-    walls = layout.boxes[layout.labels == SemanticClass.WALL]
-    # Two wall pieces leave exactly one door width between them.
-    gap = walls[:, 0].max() - walls[:, 3].min()
+    # The frame posts stand outside the opening: one clear door width between them.
+    posts = layout.boxes[(layout.labels == SemanticClass.DOOR_FRAME) & (layout.boxes[:, 2] == 0.0)]
+    gap = posts[:, 0].max() - posts[:, 3].min()
     assert gap == pytest.approx(DOOR_WIDTH_M, abs=1e-3)
-    # A point in the door opening at 1 m height is free; the lintel above it is solid.
+    # The door's centre at 1 m height is half a door width from everything (a 0.3 m drone passes);
+    # the lintel above it is solid.
     points = np.array([[4.0, 5.0, 1.0], [4.0, 5.0, 2.5]])
     distance = _numpy_box_sdf(layout, points)
-    assert distance[0] > 0.3 and distance[1] < 0
+    assert distance[0] == pytest.approx(DOOR_WIDTH_M / 2, abs=1e-3) and distance[1] < 0
 
 
 def test_slab_holes_leave_openings() -> None:

@@ -26,7 +26,7 @@ log = structlog.get_logger()
 CACHE_DIR = "gmdag/cache"
 """Compiled ``scene=`` sources, relative to the repository's ``artifacts/``."""
 
-_CACHE_FORMAT = "gmdag-cache-1"
+_CACHE_FORMAT = "gmdag-cache-2"  # 2: exact distances near surfaces, 1 m clear doorways
 """Part of every cache key: bump it when the compiler's output changes for the same inputs."""
 
 
@@ -83,7 +83,14 @@ def cache_path(source_key: bytes, label: str, settings: EnvironmentSettings) -> 
     from navi_contracts.paths import artifacts_root
 
     shaping = settings.compile.model_dump_json(
-        include={"resolution", "far_tolerance_voxels", "cutoff_m", "min_solid_voxels", "max_mesh_extent_m"}
+        include={
+            "resolution",
+            "far_tolerance_voxels",
+            "exact_clearance_m",
+            "cutoff_m",
+            "min_solid_voxels",
+            "max_mesh_extent_m",
+        }
     )
     digest = hashlib.sha256(b"\0".join((_CACHE_FORMAT.encode(), source_key, shaping.encode()))).hexdigest()
     stem = "".join(c if c.isalnum() else "_" for c in label)[-40:].strip("_")

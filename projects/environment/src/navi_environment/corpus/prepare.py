@@ -330,11 +330,19 @@ def prepare_corpus(
     return manifest
 
 
-def corpus_is_complete(folder: Path, resolution: int | None = None) -> bool:
-    """True when ``folder`` has a valid manifest whose files all exist with the recorded sizes."""
+def corpus_is_complete(
+    folder: Path, resolution: int | None = None, exact_clearance_m: float | None = None
+) -> bool:
+    """True when ``folder`` has a valid manifest whose files all exist with the recorded sizes.
+
+    With ``exact_clearance_m``, a corpus compiled with another value (or before the setting existed,
+    when void blocks cut doorways shut) is incomplete too, so the default corpus is rebuilt.
+    """
     try:
         manifest = load_manifest(folder)
     except ManifestError:
+        return False
+    if exact_clearance_m is not None and manifest.settings.get("exact_clearance_m") != exact_clearance_m:
         return False
     for entry in manifest.scenes:
         path = folder / entry.file
@@ -367,7 +375,7 @@ def ensure_default_corpus(
 
     settings = env_settings or EnvironmentSettings()
     target = Path(folder) if folder is not None else artifacts_root() / settings.compile.corpus_dir
-    if corpus_is_complete(target, settings.compile.resolution):
+    if corpus_is_complete(target, settings.compile.resolution, settings.compile.exact_clearance_m):
         return target
     log.info("corpus.default.building", folder=str(target))
     prepare_corpus(target, settings.compile, env_settings=settings, progress=progress)

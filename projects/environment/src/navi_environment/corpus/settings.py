@@ -5,6 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_FAMILIES = ("apartment", "maze", "warehouse", "building", "hall")
+DEFAULT_EXACT_CLEARANCE_M = 0.4
+"""Above the default 0.3 m drone radius, so collision checks and doorways read stored distances,
+never an empty block's lower bound (see ``navi_environment.gmdag.writer``)."""
 
 
 class CompileSettings(BaseModel):
@@ -26,6 +29,14 @@ class CompileSettings(BaseModel):
         le=64.0,
         description="Away from surfaces, a block whose SDF range is within this many voxels is stored "
         "as one leaf holding its minimum (a safe lower bound). 0 = exact uniform collapse only.",
+    )
+    exact_clearance_m: float = Field(
+        default=DEFAULT_EXACT_CLEARANCE_M,
+        ge=0.0,
+        le=10.0,
+        description="Distances below this (metres) are stored exactly, never replaced by an empty "
+        "block's lower bound; keep it above the drone radius so collisions and doorways read true "
+        "clearance. Larger values make bigger files.",
     )
     cutoff_m: float = Field(
         default=3.0, gt=0.0, description="Procedural scenes: distances beyond this are clamped (lower bound)."

@@ -100,7 +100,13 @@ def compile_source(
         seconds=round(time.perf_counter() - started, 2),
     )
     asset = compile_sdf_to_gmdag(
-        sdf, semantic, bmin, voxel, far_tolerance_voxels=settings.far_tolerance_voxels, source=canonical
+        sdf,
+        semantic,
+        bmin,
+        voxel,
+        far_tolerance_voxels=settings.far_tolerance_voxels,
+        exact_clearance_m=settings.exact_clearance_m,
+        source=canonical,
     )
     seconds = time.perf_counter() - started
     log.info(

@@ -2,7 +2,12 @@
 
 The build runs bottom-up over a min/max pyramid (see ``docs/gmdag.md``):
 
-* a block is **void** (pruned from its parent's mask) when its minimum SDF exceeds its diagonal;
+* a block is **void** (pruned from its parent's mask) when its minimum SDF exceeds its diagonal and
+  the distance a reader then returns for it (:func:`~navi_environment.gmdag.sample.void_distance`,
+  ``sqrt(3) * (edge - 0.5)`` voxels) is at least ``exact_clearance_m``: closer to a surface than that,
+  distances stay stored, because collisions (a drone radius) and doorways need them, not just a
+  lower bound. Without this rule a 0.84 m doorway read 0.17 m at its centre (a level-1 void block)
+  and no 0.3 m drone could pass;
 * a block with no semantic voxel whose SDF range is within ``far_tolerance_voxels`` collapses to a
   **conservative leaf** holding its minimum (a lower bound, so sphere-tracing steps stay safe);
 * eight identical child leaves collapse into one leaf (**uniform-block collapse**);
@@ -21,6 +26,7 @@ import numpy as np
 import structlog
 
 from navi_contracts.atomic import atomic_write_bytes
+from navi_environment.corpus.settings import DEFAULT_EXACT_CLEARANCE_M
 from navi_environment.gmdag import _build
 from navi_environment.gmdag.format import HEADER, MAGIC, VERSION, GmdagAsset
 from navi_environment.gmdag.halffloat import float32_to_half_bits
@@ -54,13 +60,19 @@ def _leaf_refs(keys: np.ndarray, leaf_table: np.ndarray) -> np.ndarray:
     return (-ids - 2).astype(np.int32)
 
 
+def _void_reading(level: int, voxel: float) -> float:
+    """Distance a reader returns inside a void block of 2^level voxels (``sample.void_distance``)."""
+    return SQRT3 * ((1 << level) - 0.5) * voxel
+
+
 def _classify_blocks(
-    sdf: np.ndarray, semantic: np.ndarray, voxel: float, tolerance: np.float32
+    sdf: np.ndarray, semantic: np.ndarray, voxel: float, tolerance: np.float32, exact_clearance_m: float
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Per level k (blocks of 2^k voxels): block minima, void masks and far-collapse masks.
 
-    Void: minimum SDF above the block diagonal (never the root). Far: no semantic voxel and an SDF
-    range within ``tolerance``. Level 0 has no far mask (a voxel is a leaf anyway).
+    Void: minimum SDF above the block diagonal (never the root), at a level whose void reading is
+    at least ``exact_clearance_m``. Far: no semantic voxel and an SDF range within ``tolerance``.
+    Level 0 has no far mask (a voxel is a leaf anyway).
     """
     depth = sdf.shape[0].bit_length() - 1
     minima, maxima, semantic_any = [sdf], [sdf], [semantic != 0]
@@ -69,10 +81,15 @@ def _classify_blocks(
         minima.append(lo)
         maxima.append(hi)
         semantic_any.append(sem)
-    void_masks, far_masks = [sdf > np.float32(voxel * SQRT3)], [np.zeros((1, 1, 1), dtype=bool)]
+
+    def void_at(level: int) -> np.ndarray:
+        if level == depth or _void_reading(level, voxel) < exact_clearance_m:
+            return np.zeros(minima[level].shape, dtype=bool)
+        return minima[level] > np.float32(voxel * (1 << level) * SQRT3)
+
+    void_masks, far_masks = [void_at(0)], [np.zeros((1, 1, 1), dtype=bool)]
     for level in range(1, depth + 1):
-        diagonal = np.float32(voxel * (1 << level) * SQRT3)
-        void = minima[level] > diagonal if level < depth else np.zeros((1, 1, 1), dtype=bool)
+        void = void_at(level)
         void_masks.append(void)
         far_masks.append(~semantic_any[level] & (maxima[level] - minima[level] <= tolerance) & ~void)
     return minima, void_masks, far_masks
@@ -85,6 +102,7 @@ def compile_sdf_to_gmdag(
     voxel_size: float,
     *,
     far_tolerance_voxels: float = 1.0,
+    exact_clearance_m: float = DEFAULT_EXACT_CLEARANCE_M,
     source: str = "<memory>",
 ) -> GmdagAsset:
     """Compile dense grids into a GMDAG v1 asset.
@@ -97,6 +115,8 @@ def compile_sdf_to_gmdag(
         voxel_size: voxel edge, metres (> 0).
         far_tolerance_voxels: a block without semantic ids whose SDF range is at most this many
             voxels collapses to one leaf holding its minimum. 0 keeps only exact uniform collapse.
+        exact_clearance_m: no block is pruned as void where a reader would then return less than
+            this distance (metres): the field stays stored near surfaces. 0 prunes every void block.
         source: label recorded in the asset (for messages).
 
     Returns:
@@ -113,7 +133,7 @@ def compile_sdf_to_gmdag(
     depth = resolution.bit_length() - 1
 
     minima, void_masks, far_masks = _classify_blocks(
-        sdf, semantic, voxel, np.float32(far_tolerance_voxels * voxel)
+        sdf, semantic, voxel, np.float32(far_tolerance_voxels * voxel), float(exact_clearance_m)
     )
 
     voxel_keys = (semantic.astype(np.uint32) << np.uint32(16)) | float32_to_half_bits(sdf).astype(np.uint32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from navi_environment.scenes.layout import (
+    DOOR_POST_M,
     DOOR_WIDTH_M,
     WALL_THICKNESS_M,
     LayoutBuilder,
@@ -20,7 +21,7 @@ def _clear_of_doors(
     cut: float, axis: int, span: tuple[float, float], doors: list[tuple[float, float]]
 ) -> bool:
     """True when a wall at ``cut`` (x for axis 1, y for axis 0) over ``span`` meets no existing door."""
-    keep_out = DOOR_WIDTH_M / 2 + WALL_THICKNESS_M + 0.2
+    keep_out = DOOR_WIDTH_M / 2 + DOOR_POST_M + WALL_THICKNESS_M + 0.2
     for door_x, door_y in doors:
         along, across = (door_x, door_y) if axis == 1 else (door_y, door_x)
         if abs(along - cut) < keep_out and span[0] - 0.3 <= across <= span[1] + 0.3:
@@ -107,7 +108,7 @@ def _furnish(
             size_x, size_y = size_y, size_x
             py = rng.uniform(y0 + 0.2, max(y0 + 0.2, y1 - 0.2 - size_y))
             px = x0 + 0.15 if rng.random() < 0.5 else x1 - 0.15 - size_x
-        margin = DOOR_WIDTH_M / 2 + 0.7
+        margin = DOOR_WIDTH_M / 2 + DOOR_POST_M + 0.7
         blocks_door = any(
             px - margin <= dx <= px + size_x + margin and py - margin <= dy <= py + size_y + margin
             for dx, dy in doors

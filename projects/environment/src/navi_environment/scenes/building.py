@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from navi_environment.scenes.layout import (
+    DOOR_POST_M,
     DOOR_WIDTH_M,
     SLAB_THICKNESS_M,
     LayoutBuilder,
@@ -61,7 +62,7 @@ def generate_building(seed: int) -> SceneLayout:
         builder.wall(0, cut, (0.0, width), (z0, z0 + storey - SLAB_THICKNESS_M), doors=doors)
         # The perpendicular wall must not end inside one of those doorways.
         candidates = np.linspace(width * 0.3, width * 0.6, 13)
-        clear = [x for x in candidates if min(abs(x - d) for d in doors) > DOOR_WIDTH_M]
+        clear = [x for x in candidates if min(abs(x - d) for d in doors) > DOOR_WIDTH_M + DOOR_POST_M]
         split = float(rng.choice(clear)) if clear else float(width * 0.3)
         builder.wall(
             1,

@@ -15,6 +15,8 @@ import numpy as np
 WALL_THICKNESS_M = 0.2
 SLAB_THICKNESS_M = 0.25
 DOOR_WIDTH_M = 1.0
+"""Clear width of a doorway between its frame posts: a 0.3 m-radius drone passes with 0.2 m to spare."""
+DOOR_POST_M = 0.08
 DOOR_HEIGHT_M = 2.1
 
 
@@ -88,33 +90,33 @@ class LayoutBuilder:
             coord: wall centre line, metres.
             span: (start, end) along the running axis.
             height: (bottom, top) z.
-            doors: centres of door openings along the running axis (width :data:`DOOR_WIDTH_M`).
+            doors: centres of door openings along the running axis (clear width :data:`DOOR_WIDTH_M`,
+                frame posts of :data:`DOOR_POST_M` on each side).
             label: semantic class of the wall pieces.
         """
         half = WALL_THICKNESS_M / 2
         z0, z1 = height
-        cuts = sorted(doors)
+        lintel_bottom = min(z0 + DOOR_HEIGHT_M, z1)
         start = span[0]
-        for centre in [*cuts, None]:
-            end = span[1] if centre is None else centre - DOOR_WIDTH_M / 2
-            self._wall_piece(axis, coord, half, (start, end), (z0, z1), label=label)
-            if centre is None:
-                break
-            door_end = centre + DOOR_WIDTH_M / 2
-            lintel_bottom = min(z0 + DOOR_HEIGHT_M, z1)
+        for centre in sorted(doors):
+            # The frame posts stand outside the opening: the clear width is DOOR_WIDTH_M.
+            opening = (centre - DOOR_WIDTH_M / 2, centre + DOOR_WIDTH_M / 2)
+            posts = ((opening[0] - DOOR_POST_M, opening[0]), (opening[1], opening[1] + DOOR_POST_M))
+            self._wall_piece(axis, coord, half, (start, posts[0][0]), (z0, z1), label=label)
             self._wall_piece(
-                axis, coord, half, (end, door_end), (lintel_bottom, z1), label=SemanticClass.DOOR_FRAME
+                axis,
+                coord,
+                half,
+                (posts[0][0], posts[1][1]),
+                (lintel_bottom, z1),
+                label=SemanticClass.DOOR_FRAME,
             )
-            for jamb in (end, door_end - 0.08):  # door frame posts, slightly proud of the wall
+            for post in posts:  # slightly proud of the wall
                 self._wall_piece(
-                    axis,
-                    coord,
-                    half + 0.03,
-                    (jamb, jamb + 0.08),
-                    (z0, lintel_bottom),
-                    label=SemanticClass.DOOR_FRAME,
+                    axis, coord, half + 0.03, post, (z0, lintel_bottom), label=SemanticClass.DOOR_FRAME
                 )
-            start = door_end
+            start = posts[1][1]
+        self._wall_piece(axis, coord, half, (start, span[1]), (z0, z1), label=label)
 
     def _wall_piece(
         self,
