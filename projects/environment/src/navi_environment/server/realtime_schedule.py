@@ -23,12 +23,14 @@ checked tick by tick in unit tests. The wire semantics (docs/service.md, "Real-t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from navi_contracts import Action
+from navi_contracts import telemetry_names as names
 from navi_contracts.models import ACTION_CHUNK_MAX
 
 Fallback = Literal["hold", "slow"]
@@ -86,19 +88,19 @@ class RealtimeStats:
         np.maximum(self.age_max, ages, out=self.age_max)
 
     def snapshot(self) -> dict[str, float]:
-        """Aggregates over drones, the telemetry payload (every value a float)."""
+        """Aggregates over drones, the telemetry payload (every value a float; ages NaN before any)."""
         counted = int(self.age_count.sum())
         ticks = int(self.ticks.sum())
         return {
             "tick": float(self.tick),
             "control_hz": float(self.control_hz),
-            "drones": float(self.num_drones),
+            "actors": float(self.num_drones),
             "ticks_executed": float(self.ticks.max(initial=0)),
-            "missed_ticks": float(self.missed_ticks),
-            "fallback_ticks": float(self.fallback_ticks.sum()),
+            names.MISSED_TICKS: float(self.missed_ticks),
+            names.FALLBACK_TICKS: float(self.fallback_ticks.sum()),
             "fallback_fraction": float(self.fallback_ticks.sum()) / ticks if ticks else 0.0,
-            "mean_action_age_ticks": float(self.age_sum.sum()) / counted if counted else float("nan"),
-            "max_action_age_ticks": float(self.age_max.max(initial=_NONE)) if counted else float("nan"),
+            names.MEAN_ACTION_AGE_TICKS: float(self.age_sum.sum()) / counted if counted else math.nan,
+            names.MAX_ACTION_AGE_TICKS: float(self.age_max.max(initial=_NONE)) if counted else math.nan,
             "accepted_actions": float(self.accepted),
             "stale_actions": float(self.stale),
             "rejected_actions": float(self.rejected),
