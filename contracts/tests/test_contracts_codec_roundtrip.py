@@ -210,3 +210,28 @@ def test_nan_payload_values_survive(data: st.DataObject) -> None:
         timestamp=1.0,
     )
     assert decode(encode(event)) == event
+
+
+def test_action_schedule_round_trips_as_one_more_frame() -> None:
+    chunk = np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    action = Action(
+        env_ids=np.array([4, 1], np.int32),
+        actions=chunk[:, 0].copy(),
+        policy_id="p",
+        step_id=11,
+        timestamp=5.0,
+        start_tick=13,
+        chunk=chunk,
+    )
+    frames = encode_frames(action)
+    header = msgpack.unpackb(frames[0])
+    assert header["start_tick"] == 13
+    assert header["chunk"] == {"dtype": "<f4", "shape": [2, 3, 4]}
+    assert len(frames) == 4  # header, env_ids, actions, chunk
+    for decoded in (decode(encode(action), expected=Action), decode_frames(frames, expected=Action)):
+        assert decoded == action
+        assert decoded.start_tick == 13
+        assert np.array_equal(decoded.chunk, chunk)  # type: ignore[arg-type]
+    plain = action.model_copy(update={"chunk": None, "start_tick": None})
+    assert len(encode_frames(plain)) == 3  # an Action without a schedule is unchanged on the wire
+    assert msgpack.unpackb(encode_frames(plain)[0])["start_tick"] is None

@@ -159,3 +159,54 @@ def test_models_are_frozen() -> None:
 def test_unknown_fields_are_rejected() -> None:
     with pytest.raises(ContractError, match="Extra inputs are not permitted"):
         ErrorReply(code="x", message="y", colour="red")  # type: ignore[call-arg]
+
+
+def _chunked_action(batch: int = 2, horizon: int = 3, **overrides: object) -> Action:
+    chunk = np.linspace(-1, 1, batch * horizon * 4, dtype=np.float32).reshape(batch, horizon, 4)
+    kwargs: dict[str, object] = {
+        "env_ids": np.arange(batch, dtype=np.int32),
+        "actions": chunk[:, 0].copy(),
+        "policy_id": "p",
+        "step_id": 7,
+        "timestamp": 0.0,
+        "start_tick": 9,
+        "chunk": chunk,
+    }
+    kwargs.update(overrides)
+    return Action(**kwargs)
+
+
+def test_action_schedule_fields_are_optional_and_default_to_none() -> None:
+    plain = sample_action()
+    assert plain.start_tick is None
+    assert plain.chunk is None
+    assert plain.horizon == 1
+    chunked = _chunked_action(horizon=5)
+    assert chunked.start_tick == 9
+    assert chunked.horizon == 5
+    assert not chunked.chunk.flags.writeable  # type: ignore[union-attr]
+
+
+def test_action_chunk_of_the_longest_allowed_horizon_builds() -> None:
+    assert _chunked_action(horizon=64).horizon == 64
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"chunk": np.zeros((2, 65, 4), np.float32), "actions": np.zeros((2, 4), np.float32)},
+            "H must be in",
+        ),
+        ({"chunk": np.zeros((2, 0, 4), np.float32)}, "H must be in"),
+        ({"chunk": np.zeros((3, 2, 4), np.float32)}, r"chunk: dimension B=3 .* B=2 from env_ids"),
+        ({"chunk": np.zeros((2, 2, 3), np.float32)}, "axis 2 must have size 4"),
+        ({"chunk": np.full((2, 2, 4), 1.5, np.float32)}, r"chunk: must be <= 1\.0"),
+        ({"chunk": np.zeros((2, 2, 4), np.float64)}, "chunk: must be float32"),
+        ({"actions": np.full((2, 4), 0.25, np.float32)}, r"chunk\[:, 0\] must equal actions"),
+        ({"start_tick": -1}, "start_tick"),
+    ],
+)
+def test_action_rejects_bad_schedules(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(ContractError, match=message):
+        _chunked_action(**overrides)

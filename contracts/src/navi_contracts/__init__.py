@@ -12,6 +12,7 @@ from navi_contracts.errors import ContractError, NaviTransportError, PeerTimeout
 from navi_contracts.logging import configure_logging
 from navi_contracts.model_base import SCHEMA_VERSION, WireModel
 from navi_contracts.models import (
+    ACTION_CHUNK_MAX,
     MODELS,
     Action,
     DistanceMatrix,
@@ -29,6 +30,7 @@ from navi_contracts.zmq_reqrep import RepServer, ReqClient
 from navi_contracts.zmq_util import free_tcp_endpoint
 
 __all__ = [
+    "ACTION_CHUNK_MAX",
     "MODELS",
     "SCHEMA_VERSION",
     "TOPIC_MODELS",

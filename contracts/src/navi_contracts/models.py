@@ -111,8 +111,18 @@ class DistanceMatrix(WireModel):
         return int(self.env_ids.shape[0])
 
 
+ACTION_CHUNK_MAX = 64
+"""Longest action chunk (H) an Action may carry: 64 ticks is 3.2 s at 20 Hz, more than any brain
+plans ahead, and it bounds what one message can make the environment hold per drone."""
+
+
 class Action(WireModel):
-    """Batched commands: forward, vertical, lateral, yaw rate, each in [-1, 1]."""
+    """Batched commands: forward, vertical, lateral, yaw rate, each in [-1, 1].
+
+    In the environment's real-time mode an Action may also schedule the future: ``chunk[:, k]`` is
+    meant for tick ``start_tick + k``. ``step_id`` always names the observation tick the actions
+    answer, so an action executed at tick ``t`` is ``t - step_id`` ticks old.
+    """
 
     WIRE_KIND = "action"
 
@@ -121,15 +131,38 @@ class Action(WireModel):
         description="float32 [B,4]: forward, vertical, lateral, yaw rate; finite, in [-1, 1]."
     )
     policy_id: str = Field(max_length=_NAME_MAX, description="Which policy (checkpoint) produced it.")
-    step_id: int = Field(ge=0, description="Step the actions answer.")
+    step_id: int = Field(ge=0, description="Step (observation tick) the actions answer.")
     timestamp: float = Field(description="Wall-clock seconds since the epoch when produced.")
+    start_tick: int | None = Field(
+        default=None,
+        ge=0,
+        description="Real-time mode: the tick at which actions (chunk[:, 0]) take effect; "
+        "None means the tick after step_id.",
+    )
+    chunk: Annotated[np.ndarray, ArraySpec(np.float32, ("B", "H", 4), low=-1.0, high=1.0)] | None = Field(
+        default=None,
+        description="float32 [B,H,4], 1 <= H <= 64: the actions for ticks start_tick .. start_tick+H-1; "
+        "chunk[:, 0] equals actions.",
+    )
 
     _timestamp = field_validator("timestamp")(_finite_timestamp)
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
-        _check_batch("Action", self.check_dims()["B"])
+        dims = self.check_dims()
+        _check_batch("Action", dims["B"])
+        if self.chunk is not None:
+            horizon = dims["H"]
+            if not 1 <= horizon <= ACTION_CHUNK_MAX:
+                raise ValueError(f"chunk: H must be in [1, {ACTION_CHUNK_MAX}], got H={horizon}")
+            if not np.array_equal(self.chunk[:, 0], self.actions):
+                raise ValueError("chunk[:, 0] must equal actions (the action for start_tick)")
         return self
+
+    @property
+    def horizon(self) -> int:
+        """H, the ticks this message covers (1 without a chunk)."""
+        return 1 if self.chunk is None else int(self.chunk.shape[1])
 
     @property
     def batch_size(self) -> int:

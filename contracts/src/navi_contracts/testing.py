@@ -71,14 +71,22 @@ def distance_matrices(draw: st.DrawFn, batch: int | None = None) -> DistanceMatr
 
 @st.composite
 def actions(draw: st.DrawFn) -> Action:
-    """Action with values in [-1, 1]."""
+    """Action with values in [-1, 1]; sometimes a real-time schedule (start_tick, chunk)."""
     size = draw(_batches)
+    chunk = None
+    if draw(st.booleans()):
+        chunk = draw(_array(np.float32, (size, draw(st.integers(1, 5)), 4), _floats32(-1, 1)))
+        values = chunk[:, 0].copy()
+    else:
+        values = draw(_array(np.float32, (size, 4), _floats32(-1, 1)))
     return Action(
         env_ids=draw(_array(np.int32, (size,), st.integers(0, 1000))),
-        actions=draw(_array(np.float32, (size, 4), _floats32(-1, 1))),
+        actions=values,
         policy_id=draw(_names),
         step_id=draw(_ids),
         timestamp=draw(_timestamps),
+        start_tick=draw(st.none() | _ids),
+        chunk=chunk,
     )
 
 
