@@ -22,7 +22,7 @@ from navi_environment.runtime.analytic import (
     room_ray_distance,
     room_scene,
 )
-from navi_environment.runtime.tracer import sensor_directions
+from navi_environment.tracer import sensor_directions
 
 # Two rooms (6 x 8 m and 4 x 8 m) joined by a 2.5 m door in a 0.3 m wall, with a pillar in the first.
 TWO_ROOMS = RoomSpec(

@@ -10,7 +10,7 @@ import torch
 
 from navi_environment.planning.occupancy import FREE, OCCUPIED, UNKNOWN, OccupancyGrids
 from navi_environment.runtime.analytic import RoomSpec, room_ray_distance
-from navi_environment.runtime.tracer import sensor_directions
+from navi_environment.tracer import sensor_directions
 
 BOX = RoomSpec(lo=(-3.0, -2.0, 0.0), hi=(3.0, 2.0, 3.0))
 AZ, EL, HORIZON = 128, 32, 30.0

@@ -19,7 +19,7 @@ from navi_environment.rewards.terms import VISIT_SLOTS
 from navi_environment.runtime import step_kernels
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 from navi_environment.runtime.atlas import pack_scenes
-from navi_environment.runtime.tracer import Tracer
+from navi_environment.tracer import Tracer
 
 CPU = torch.device("cpu")
 KERNELS: Any = step_kernels  # numba dispatchers: signatures inferred at call time, not by mypy

@@ -36,7 +36,7 @@ from navi_environment.physics import Kinematics, move_with_collisions
 from navi_environment.rewards import REWARD_TERMS, RewardInputs, Rewards
 from navi_environment.runtime.scene import RuntimeScene
 from navi_environment.runtime.scene_set import SceneSet
-from navi_environment.runtime.tracer import Tracer, configure_numba
+from navi_environment.tracer import Tracer, configure_numba
 
 log = structlog.get_logger()
 

@@ -91,7 +91,7 @@ def build_environment(
         )
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
-    from navi_environment.runtime.tracer import configure_numba
+    from navi_environment.tracer import configure_numba
 
     env_settings = env_settings or EnvironmentSettings()  # episode length: episode.max_steps, one place
     # Before anything numba-parallel runs (building the default corpus does): numba fixes its

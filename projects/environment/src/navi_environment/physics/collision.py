@@ -16,7 +16,7 @@ import torch
 
 
 class CollisionTracer(Protocol):
-    """What collision needs from :class:`navi_environment.runtime.tracer.Tracer`."""
+    """What collision needs from :class:`navi_environment.tracer.Tracer`."""
 
     def cast(
         self, origins: torch.Tensor, dirs: torch.Tensor, t_max: torch.Tensor, offsets: torch.Tensor,

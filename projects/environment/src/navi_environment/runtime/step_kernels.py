@@ -18,7 +18,7 @@ far too little work to wake a thread pool.
 
 Like ``kernels_wavefront`` (which calls ``kernels._sample_vox``), these cached kernels link the
 tracer's kernels in at compile time, and numba's cache only checks each kernel's own file: after
-editing ``runtime/kernels.py``, delete the ``step_kernels`` ``*.nbi``/``*.nbc`` cache files in
+editing ``tracer/scalar.py``, delete the ``step_kernels`` ``*.nbi``/``*.nbc`` cache files in
 ``runtime/__pycache__`` (the parity tests compare with the torch step, which uses the fresh ones).
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from navi_environment.rewards.terms import _HASH, HEADING_NOVELTY, VISIT_SLOTS
-from navi_environment.runtime.kernels import cast_rays, query_points
+from navi_environment.tracer.scalar import cast_rays, query_points
 
 # phys [float64]: physics settings in the order :func:`physics_params` writes them
 P_MAX_SPEED, P_SMOOTHING, P_RADIUS, P_SLOWDOWN, P_DT, P_HORIZON = 0, 4, 5, 6, 7, 8

@@ -15,7 +15,7 @@ from navi_environment.runtime.analytic import (
     room_scene,
 )
 from navi_environment.runtime.atlas import pack_scenes
-from navi_environment.runtime.tracer import Tracer, sensor_directions
+from navi_environment.tracer import Tracer, sensor_directions
 
 SENSOR = SensorSettings(azimuth_bins=128, elevation_bins=32, horizon_m=30.0)
 

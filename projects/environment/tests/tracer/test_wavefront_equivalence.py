@@ -10,10 +10,9 @@ import numba
 import numpy as np
 import pytest
 
-from navi_environment.runtime import kernels, kernels_simd, kernels_wavefront
 from navi_environment.runtime.analytic import RoomSpec, room_distance, room_scene
 from navi_environment.runtime.atlas import SceneAtlas, pack_scenes
-from navi_environment.runtime.tracer import sensor_directions
+from navi_environment.tracer import scalar, sensor_directions, simd, wavefront
 
 SPEC = RoomSpec(hi=(10.0, 8.0, 3.0), pillars=((3.0, 3.0, 0.4), (7.0, 5.0, 0.6)), thin_wall_x=5.0,
                 thin_wall_thickness=0.2, thin_wall_gap=(3.5, 5.0))  # fmt: skip
@@ -29,14 +28,14 @@ def atlas() -> SceneAtlas:
 def _wavefront(*args):  # type: ignore[no-untyped-def]
     """The wavefront kernel with the scalar kernel's arguments (jobs sized as the Tracer does)."""
     B, R = args[0].shape[0], args[3].shape[0]
-    kernels_wavefront.trace_sensor(*args, kernels_wavefront.job_rays(B, R, numba.get_num_threads()))
+    wavefront.trace_sensor(*args, wavefront.job_rays(B, R, numba.get_num_threads()))
 
 
 def _run(kernel, atlas: SceneAtlas, pos, yaw, ids, dirs, max_steps: int = 192):  # type: ignore[no-untyped-def]  # noqa: PLR0917
     B, R = len(pos), len(dirs)
     out = np.full((B, 3, R), -7.0, dtype=np.float32)
     copy = np.full((B, 3, R), -7.0, dtype=np.float32)
-    stats = np.full((B, -(-R // kernels.PACKET), 2), -7.0, dtype=np.float32)
+    stats = np.full((B, -(-R // scalar.PACKET), 2), -7.0, dtype=np.float32)
     kernel(
         pos.astype(np.float32), yaw.astype(np.float32), ids.astype(np.int32), dirs, HORIZON, out, copy,
         stats, *atlas.kernel_args(), 0.05, 0.5, max_steps,
@@ -67,14 +66,14 @@ def test_wavefront_matches_scalar_kernel(atlas: SceneAtlas, az: int, el: int) ->
     pos, yaw = _poses(6, seed=az)
     ids = np.arange(len(pos)) % 2
     dirs = sensor_directions(az, el)
-    ref, _, _ = _run(kernels.trace_sensor, atlas, pos, yaw, ids, dirs)
+    ref, _, _ = _run(scalar.trace_sensor, atlas, pos, yaw, ids, dirs)
     out, copy, stats = _run(_wavefront, atlas, pos, yaw, ids, dirs)
     _assert_same(ref, out, atlas.scenes[1].voxel_size)
     assert np.array_equal(out, copy)
     # stats are per-packet reductions of the written observation
     R, P = len(dirs), stats.shape[1]
-    padded = np.pad(out, ((0, 0), (0, 0), (0, P * kernels.PACKET - R)), constant_values=np.nan)
-    packets = padded.reshape(len(pos), 3, P, kernels.PACKET)
+    padded = np.pad(out, ((0, 0), (0, 0), (0, P * scalar.PACKET - R)), constant_values=np.nan)
+    packets = padded.reshape(len(pos), 3, P, scalar.PACKET)
     np.testing.assert_allclose(stats[:, :, 0], np.fmin.reduce(packets[:, 0], axis=-1))
     np.testing.assert_allclose(stats[:, :, 1], np.nansum(packets[:, 2], axis=-1))
 
@@ -87,7 +86,7 @@ def test_wavefront_edge_origins_and_iteration_limit(atlas: SceneAtlas) -> None:
     ids = np.array([0, 1, 1, 0])
     dirs = sensor_directions(48, 12)
     for max_steps in (192, 8):
-        ref, _, _ = _run(kernels.trace_sensor, atlas, pos, yaw, ids, dirs, max_steps)
+        ref, _, _ = _run(scalar.trace_sensor, atlas, pos, yaw, ids, dirs, max_steps)
         out, _, _ = _run(_wavefront, atlas, pos, yaw, ids, dirs, max_steps)
         _assert_same(ref, out, atlas.scenes[1].voxel_size)
     assert out[0, 2].max() == 0.0  # outside the cube: every ray misses
@@ -116,24 +115,24 @@ def test_wavefront_job_size_does_not_change_answers(atlas: SceneAtlas, rays_per_
     dirs = sensor_directions(40, 20)
     ids = np.array([1, 0])
     whole, _, whole_stats = _run(
-        lambda *a: kernels_wavefront.trace_sensor(*a, len(dirs)), atlas, pos, yaw, ids, dirs
+        lambda *a: wavefront.trace_sensor(*a, len(dirs)), atlas, pos, yaw, ids, dirs
     )
     split, _, split_stats = _run(
-        lambda *a: kernels_wavefront.trace_sensor(*a, rays_per_job), atlas, pos, yaw, ids, dirs
+        lambda *a: wavefront.trace_sensor(*a, rays_per_job), atlas, pos, yaw, ids, dirs
     )
     assert np.array_equal(whole, split)
     assert np.array_equal(whole_stats, split_stats)
-    assert kernels_wavefront.job_rays(1, 12288, 2) == 3072  # 2 threads x 2 jobs for one drone
-    assert kernels_wavefront.job_rays(4, 12288, 2) == 12288  # one job per drone suffices
-    assert kernels_wavefront.job_rays(3, 100, 8) % kernels.PACKET == 0
+    assert wavefront.job_rays(1, 12288, 2) == 3072  # 2 threads x 2 jobs for one drone
+    assert wavefront.job_rays(4, 12288, 2) == 12288  # one job per drone suffices
+    assert wavefront.job_rays(3, 100, 8) % scalar.PACKET == 0
 
 
 def test_vector_passes_compile_to_gathers() -> None:
     """Guard the speed: without numba's noalias flag LLVM silently falls back to scalar loops."""
     if not {"avx2", "avx512f"} & set(numba.config.CPU_FEATURES or _host_features()):
         pytest.skip("host CPU has no vector gathers (needs AVX2 or AVX-512)")
-    fresh = numba.njit(fastmath=kernels_simd._FAST, boundscheck=False, error_model="numpy", no_alias=True)(
-        kernels_simd._gather_corners.py_func
+    fresh = numba.njit(fastmath=simd._FAST, boundscheck=False, error_model="numpy", no_alias=True)(
+        simd._gather_corners.py_func
     )
     m = np.int64(64)
     words = np.zeros(2000, dtype=np.int32)

@@ -1,7 +1,7 @@
 """numba CPU kernels: sphere tracing, segment casts and point queries on a packed scene atlas.
 
-The :class:`~navi_environment.runtime.tracer.Tracer` traces the sensor with the SIMD wavefront
-kernel of :mod:`navi_environment.runtime.kernels_wavefront` (same rules, ~2x faster); the scalar
+The :class:`~navi_environment.tracer.Tracer` traces the sensor with the SIMD wavefront
+kernel of :mod:`navi_environment.tracer.wavefront` (same rules, ~2x faster); the scalar
 :func:`trace_sensor` here is its reference (equality tests, the benchmark's in-run baseline).
 
 Three parallel kernels share two scalar helpers (:func:`_distance_at`, :func:`march_ray`), so the

@@ -1,6 +1,6 @@
 """Batched sphere tracing in pure torch: the CUDA path (also runs, slower, on CPU).
 
-Same atlas, same rules and same order of operations as :mod:`navi_environment.runtime.kernels`,
+Same atlas, same rules and same order of operations as :mod:`navi_environment.tracer.scalar`,
 one march iteration for all rays at a time with masks instead of per-ray loops. Why torch and not
 numba.cuda/Triton: it runs (and is tested for equality with the numba kernel) on a machine without
 a GPU, and on CUDA every iteration is a handful of fused-elementwise/gather launches.
@@ -82,7 +82,7 @@ def march_rays(
     min_step_vox: float,
     max_steps: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """March N rays; the torch twin of :func:`navi_environment.runtime.kernels.march_ray`.
+    """March N rays; the torch twin of :func:`navi_environment.tracer.scalar.march_ray`.
 
     Args:
         origins: [N,3] f32. dirs: [N,3] f32 unit. t_max: [N] f32. offsets: [N] f32 surface inflation.

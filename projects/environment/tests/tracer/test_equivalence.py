@@ -10,7 +10,7 @@ import torch
 from navi_environment.config import SensorSettings, TracerSettings
 from navi_environment.runtime.analytic import RoomSpec, room_distance, room_scene
 from navi_environment.runtime.atlas import pack_scenes
-from navi_environment.runtime.tracer import Tracer, sensor_directions
+from navi_environment.tracer import Tracer, sensor_directions
 
 SENSOR = SensorSettings(azimuth_bins=64, elevation_bins=16, horizon_m=12.0)
 SPEC = RoomSpec(hi=(10.0, 8.0, 3.0), pillars=((3.0, 3.0, 0.4), (7.0, 5.0, 0.6)), thin_wall_x=5.0,

@@ -1,4 +1,4 @@
-"""The vector passes of the wavefront sensor kernel (:mod:`navi_environment.runtime.kernels_wavefront`).
+"""The vector passes of the wavefront sensor kernel (:mod:`navi_environment.tracer.wavefront`).
 
 Each pass is one branch-free loop over a job's ray slots (structure-of-arrays rows) that
 numba/LLVM compiles into 16-lane AVX-512 code (8-lane AVX2 on CPUs without AVX-512), with gathers
@@ -14,7 +14,7 @@ for the atlas lookups. What it takes to get there:
   corner are adjacent: one unaligned 32-bit load (:func:`_load_pair`) reads both, so the 8
   corners cost 4 scale-2 dword gathers straight from the int16 pool (no widened copy).
 
-Rules as :mod:`navi_environment.runtime.kernels` (see there); float32 instead of float64 moves
+Rules as :mod:`navi_environment.tracer.scalar` (see there); float32 instead of float64 moves
 results by rounding only.
 """
 

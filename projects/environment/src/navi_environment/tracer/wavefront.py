@@ -1,10 +1,10 @@
 """Wavefront (SIMD) sphere tracing of the spherical sensor on a packed scene atlas.
 
-Same hit rules as the scalar kernels in :mod:`navi_environment.runtime.kernels` (step by the
+Same hit rules as the scalar kernels in :mod:`navi_environment.tracer.scalar` (step by the
 sampled distance, never less than ``min_step`` in brick cells, empty-space skip to the coarse
 cell's exit face, hit below ``eps`` or at the interpolated zero crossing, miss outside the cube or
 past ``t_max``), organised so that LLVM vectorises the march (the passes and how they vectorise:
-:mod:`navi_environment.runtime.kernels_simd`):
+:mod:`navi_environment.tracer.simd`):
 
 * A job (a run of one drone's rays, see :func:`job_rays`) keeps :data:`SLOTS` rays in flight in
   structure-of-arrays state. One march iteration is four branch-free vector passes over the
@@ -26,8 +26,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from navi_environment.runtime.kernels import PACKET, _sample_vox
-from navi_environment.runtime.kernels_simd import (
+from navi_environment.tracer.scalar import PACKET, _sample_vox
+from navi_environment.tracer.simd import (
     _FAST,
     _HIT,
     _IDLE,
@@ -245,7 +245,7 @@ def trace_sensor(  # type: ignore[no-untyped-def]  # noqa: PLR0917
 ):  # fmt: skip
     """Trace every drone's spherical sensor into ``out`` (and ``out_copy``): the wavefront kernel.
 
-    Same arguments, outputs and rules as :func:`navi_environment.runtime.kernels.trace_sensor`
+    Same arguments, outputs and rules as :func:`navi_environment.tracer.scalar.trace_sensor`
     (see there) plus ``rays_per_job``; results agree up to float32 rounding. Jobs (runs of
     ``rays_per_job`` rays of one drone, a multiple of PACKET: take :func:`job_rays`) run in
     parallel (``prange``). Why the caller sizes them: reading numba's thread count inside a

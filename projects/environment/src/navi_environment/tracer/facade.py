@@ -15,13 +15,13 @@ import numpy as np
 import torch
 
 from navi_environment.config import SensorSettings, TracerSettings
-from navi_environment.runtime import kernels, kernels_wavefront, torch_tracer
 from navi_environment.runtime.atlas import SceneAtlas
+from navi_environment.tracer import scalar, torch_kernel, wavefront
 
 # numba dispatchers, typed loosely: their signatures are inferred at call time, not by mypy.
-_trace_sensor_kernel: Any = kernels_wavefront.trace_sensor  # SIMD wavefront; kernels.trace_sensor is scalar
-_cast_rays_kernel: Any = kernels.cast_rays
-_query_points_kernel: Any = kernels.query_points
+_trace_sensor_kernel: Any = wavefront.trace_sensor  # SIMD; scalar.trace_sensor is the packet kernel
+_cast_rays_kernel: Any = scalar.cast_rays
+_query_points_kernel: Any = scalar.query_points
 _numba_config: Any = numba.config
 
 
@@ -128,13 +128,13 @@ class Tracer:
         R = self.dirs_local.shape[0]
         second = out if copy_to is None else copy_to
         if self.kernel == "numba":
-            packets = -(-R // kernels.PACKET)
+            packets = -(-R // scalar.PACKET)
             if self._stats.shape[:2] != (B, packets):
                 self._stats = torch.empty(B, packets, 2)
             _trace_sensor_kernel(
                 origins.numpy(), yaw.numpy(), scene_ids.numpy(), self._dirs_np, self.horizon,
                 out.numpy().reshape(B, 3, -1), second.numpy().reshape(B, 3, -1), self._stats.numpy(),
-                *self._atlas_args, *self.rules, kernels_wavefront.job_rays(B, R, numba.get_num_threads()),
+                *self._atlas_args, *self.rules, wavefront.job_rays(B, R, numba.get_num_threads()),
             )  # fmt: skip
             return self._stats[:, :, 0].amin(dim=1), self._stats[:, :, 1].sum(dim=1) / R
         c, s = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
@@ -143,7 +143,7 @@ class Tracer:
         rows = origins[:, None, :].expand(B, R, 3).reshape(-1, 3)
         t_max = torch.full((B * R,), self.horizon, device=self.device)
         ids = scene_ids.long()[:, None].expand(B, R).reshape(-1)
-        t, hit, sem = torch_tracer.march_rays(
+        t, hit, sem = torch_kernel.march_rays(
             rows, dirs, t_max, torch.zeros_like(t_max), ids, atlas=self._atlas_t, **self._rules_kw
         )
         flat = out.view(B, 3, R)
@@ -171,7 +171,7 @@ class Tracer:
             ``t [N] f32`` (``t_max`` on a miss) and ``hit [N] bool``.
         """
         if self.kernel == "torch":
-            t, hit, _ = torch_tracer.march_rays(
+            t, hit, _ = torch_kernel.march_rays(
                 origins, dirs, t_max, offsets, scene_ids.long(), atlas=self._atlas_t, **self._rules_kw
             )
             return t, hit
@@ -189,7 +189,7 @@ class Tracer:
     def query(self, points: torch.Tensor, scene_ids: torch.Tensor) -> torch.Tensor:
         """Distance [N] f32 at points [N,3] (interpolated near surfaces, a safe bound elsewhere)."""
         if self.kernel == "torch":
-            return torch_tracer.query_points(points, scene_ids.long(), self._atlas_t)
+            return torch_kernel.query_points(points, scene_ids.long(), self._atlas_t)
         out = torch.empty(points.shape[0], dtype=torch.float32)
         a = self._atlas_args
         _query_points_kernel(
