@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from navi_environment.config import PhysicsSettings, RewardSettings
-from navi_environment.rewards import REWARD_TERMS, RewardInputs, Rewards
+from navi_environment.step.rewards import REWARD_TERMS, RewardInputs, Rewards
 
 AZ, EL, H = 8, 4, 30.0
 R = AZ * EL

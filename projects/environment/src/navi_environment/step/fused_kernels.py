@@ -9,17 +9,17 @@ cost as much as the trace itself. These kernels do the same work in two calls ar
 * :func:`after_trace`: the nine reward terms with the hashed visit memory (:func:`reward_terms`), the
   episode counters, the end flags, the outside check and the info rows (:func:`episode_flags`).
 
-They mirror the torch code (``physics/``, ``rewards/terms.py``, ``episodes/lifecycle.py``), which
-stays the CUDA path and the oracle: same float32 arithmetic in the same order, and every Python
-scalar setting rounded to float32 where torch would round it (settings arrive as float64 arrays
-``phys`` / ``rew`` indexed by the ``P_*`` / ``R_*`` constants). No ``fastmath``: contracted
-multiply-adds would move results off the torch oracle. Serial and ``nogil``: B is 1-64 drones,
-far too little work to wake a thread pool.
+They mirror the torch reference beside them (``physics/``, ``rewards/terms.py``,
+``episodes/lifecycle.py``), which stays the CUDA path and the oracle: same float32 arithmetic in
+the same order, and every Python scalar setting rounded to float32 where torch would round it
+(settings arrive as float64 arrays ``phys`` / ``rew`` indexed by the ``P_*`` / ``R_*``
+constants). No ``fastmath``: contracted multiply-adds would move results off the torch oracle.
+Serial and ``nogil``: B is 1-64 drones, far too little work to wake a thread pool.
 
-Like ``kernels_wavefront`` (which calls ``kernels._sample_vox``), these cached kernels link the
+Like ``tracer/wavefront.py`` (which calls ``scalar._sample_vox``), these cached kernels link the
 tracer's kernels in at compile time, and numba's cache only checks each kernel's own file: after
-editing ``tracer/scalar.py``, delete the ``step_kernels`` ``*.nbi``/``*.nbc`` cache files in
-``runtime/__pycache__`` (the parity tests compare with the torch step, which uses the fresh ones).
+editing ``tracer/scalar.py``, delete the ``fused_kernels`` ``*.nbi``/``*.nbc`` cache files in
+``step/__pycache__`` (the parity tests compare with the torch step, which uses the fresh ones).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import math
 import numpy as np
 from numba import njit
 
-from navi_environment.rewards.terms import _HASH, HEADING_NOVELTY, VISIT_SLOTS
+from navi_environment.step.rewards.terms import _HASH, HEADING_NOVELTY, VISIT_SLOTS
 from navi_environment.tracer.scalar import cast_rays, query_points
 
 # phys [float64]: physics settings in the order :func:`physics_params` writes them

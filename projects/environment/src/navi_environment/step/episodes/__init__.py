@@ -1,5 +1,5 @@
 """Episode lifecycle: counters, truncation rules, scene rotation."""
 
-from navi_environment.episodes.lifecycle import EpisodeTracker
+from navi_environment.step.episodes.lifecycle import EpisodeTracker
 
 __all__ = ["EpisodeTracker"]

@@ -7,9 +7,9 @@ import math
 import torch
 
 from navi_environment.config import PhysicsSettings, SensorSettings, TracerSettings
-from navi_environment.physics import Kinematics, move_with_collisions, wrap_angle
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 from navi_environment.runtime.atlas import pack_scenes
+from navi_environment.step.physics import Kinematics, move_with_collisions, wrap_angle
 from navi_environment.tracer import Tracer
 
 CPU = torch.device("cpu")

@@ -11,18 +11,18 @@ import torch
 
 from navi_environment.backend import INFO_KEYS, SdfDagBackend
 from navi_environment.config import EnvironmentSettings, EpisodeSettings, SensorSettings
-from navi_environment.episodes import EpisodeTracker
-from navi_environment.fused_step import physics_params, resolve_step_kernel, reward_params
-from navi_environment.physics import Kinematics, move_with_collisions
-from navi_environment.rewards import RewardInputs, Rewards
-from navi_environment.rewards.terms import VISIT_SLOTS
-from navi_environment.runtime import step_kernels
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 from navi_environment.runtime.atlas import pack_scenes
+from navi_environment.step import fused_kernels
+from navi_environment.step.episodes import EpisodeTracker
+from navi_environment.step.fused import physics_params, resolve_step_kernel, reward_params
+from navi_environment.step.physics import Kinematics, move_with_collisions
+from navi_environment.step.rewards import RewardInputs, Rewards
+from navi_environment.step.rewards.terms import VISIT_SLOTS
 from navi_environment.tracer import Tracer
 
 CPU = torch.device("cpu")
-KERNELS: Any = step_kernels  # numba dispatchers: signatures inferred at call time, not by mypy
+KERNELS: Any = fused_kernels  # numba dispatchers: signatures inferred at call time, not by mypy
 SPEC = RoomSpec(hi=(6.0, 5.0, 3.0), pillars=((3.0, 3.0, 0.4),))
 OTHER = RoomSpec(hi=(5.0, 4.0, 3.0), thin_wall_x=2.5, thin_wall_gap=(1.0, 2.5))
 STATE = ("position", "yaw", "smoothed", "clearance", "spawn", "obs", "final_obs", "atlas_ids", "scene_index")

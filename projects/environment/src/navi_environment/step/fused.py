@@ -1,7 +1,7 @@
 """The fused CPU step: a whole ``SdfDagBackend.step`` as two numba kernels around the sensor trace.
 
 Why: on CPU the torch step is ~230 tiny torch ops whose dispatch costs as much as tracing the
-sensor itself; :mod:`navi_environment.runtime.step_kernels` does the same work (same float32
+sensor itself; :mod:`navi_environment.step.fused_kernels` does the same work (same float32
 arithmetic, same state) in two calls. This module is only the glue: it hands the kernels zero-copy
 numpy views of the backend's tensors, which the kernels update in place, so the torch path, the
 rare episode resets (still torch) and the tests all see one state.
@@ -15,15 +15,15 @@ import numpy as np
 import torch
 
 from navi_environment.config import EnvironmentSettings
-from navi_environment.rewards import REWARD_TERMS
-from navi_environment.runtime import step_kernels
+from navi_environment.step import fused_kernels
+from navi_environment.step.rewards import REWARD_TERMS
 
 if TYPE_CHECKING:
     from navi_environment.backend import SdfDagBackend
 
 # numba dispatchers, typed loosely: their signatures are inferred at call time, not by mypy.
-_before: Any = step_kernels.before_trace
-_after: Any = step_kernels.after_trace
+_before: Any = fused_kernels.before_trace
+_after: Any = fused_kernels.after_trace
 
 
 def resolve_step_kernel(choice: str, tracer_kernel: str) -> Literal["numba", "torch"]:
@@ -66,7 +66,7 @@ class FusedStep:
         _before(
             actions.detach().contiguous().numpy(), obs, self._forward_rays, be.smoothed.numpy(),
             position, yaw, be.clearance.numpy(), ids, self._collided, self._impact,
-            info[step_kernels.I_SPEED], self.phys, atlas, be.tracer.rules,
+            info[fused_kernels.I_SPEED], self.phys, atlas, be.tracer.rules,
         )  # fmt: skip
         nearest, hit_share = be.tracer.trace_sensor(
             be.position, be.yaw, be.atlas_ids, be.obs, copy_to=be.final_obs
@@ -84,24 +84,24 @@ class FusedStep:
 
 
 def physics_params(settings: EnvironmentSettings) -> np.ndarray:
-    """The ``phys`` array of :mod:`~navi_environment.runtime.step_kernels` (float64 settings)."""
+    """The ``phys`` array of :mod:`~navi_environment.step.fused_kernels` (float64 settings)."""
     p = settings.physics
-    out = np.zeros(step_kernels.PHYS_SIZE, dtype=np.float64)
-    out[step_kernels.P_MAX_SPEED : step_kernels.P_MAX_SPEED + 4] = (
+    out = np.zeros(fused_kernels.PHYS_SIZE, dtype=np.float64)
+    out[fused_kernels.P_MAX_SPEED : fused_kernels.P_MAX_SPEED + 4] = (
         p.max_forward_mps, p.max_vertical_mps, p.max_lateral_mps, p.max_yaw_rate,
     )  # fmt: skip
-    out[step_kernels.P_SMOOTHING] = p.smoothing
-    out[step_kernels.P_RADIUS] = p.drone_radius_m
-    out[step_kernels.P_SLOWDOWN] = p.slowdown_distance_m
-    out[step_kernels.P_DT] = p.dt
-    out[step_kernels.P_HORIZON] = settings.sensor.horizon_m
+    out[fused_kernels.P_SMOOTHING] = p.smoothing
+    out[fused_kernels.P_RADIUS] = p.drone_radius_m
+    out[fused_kernels.P_SLOWDOWN] = p.slowdown_distance_m
+    out[fused_kernels.P_DT] = p.dt
+    out[fused_kernels.P_HORIZON] = settings.sensor.horizon_m
     return out
 
 
 def reward_params(settings: EnvironmentSettings) -> np.ndarray:
-    """The ``rew`` array of :mod:`~navi_environment.runtime.step_kernels` (float64 settings)."""
+    """The ``rew`` array of :mod:`~navi_environment.step.fused_kernels` (float64 settings)."""
     r, e = settings.reward, settings.episode
-    k = step_kernels
+    k = fused_kernels
     out = np.zeros(k.REW_SIZE, dtype=np.float64)
     out[k.R_MIN_CLEARANCE] = r.min_clearance_m
     out[k.R_PROXIMITY] = r.proximity_m
