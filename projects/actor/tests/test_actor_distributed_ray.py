@@ -24,10 +24,10 @@ from navi_actor.cli import main  # noqa: E402
 from navi_actor.config import ActorSettings  # noqa: E402
 from navi_actor.distributed import DistributedConfig, DistributedTrainer  # noqa: E402
 from navi_actor.distributed.worker_pool import WorkerPool  # noqa: E402
+from navi_actor.envs.point import PointGoalEnv  # noqa: E402
 from navi_actor.evaluation import evaluate_policy  # noqa: E402
 from navi_actor.evaluation.baselines import RandomPolicy  # noqa: E402
 from navi_actor.registry import ModelRegistry  # noqa: E402
-from navi_actor.runners.point_env import PointGoalEnv  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,11 @@ import torch
 from click.testing import CliRunner
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import ActingTelemetry, PolicyStepper
 from navi_actor.inference.command import infer
 from navi_actor.inference.runner import run_inference
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_contracts import DistanceMatrix, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
 
 

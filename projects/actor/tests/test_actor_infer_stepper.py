@@ -10,10 +10,10 @@ import torch
 from structlog.testing import capture_logs
 
 from navi_actor.checkpoints import Checkpoint, CheckpointError, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import PolicyStepper, build_policy, resolve_policy_source
 from navi_actor.models import NaviPolicy, PolicyConfig, clip_action
 from navi_actor.registry import ModelRegistry
-from navi_actor.runners.point_env import PointGoalEnv
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
 

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from navi_actor.config import ActorSettings
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.evaluation import evaluate_policy
 from navi_actor.evaluation.baselines import RandomPolicy
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
-from navi_actor.runners.point_env import PointGoalEnv
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import torch
 from navi_actor.algorithms.losses import clipped_surrogate_loss, clipped_value_loss, kl_to_reference
 from navi_actor.algorithms.ppo import PPOLearner
 from navi_actor.config import PPOConfig
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 

@@ -10,9 +10,9 @@ import torch
 
 from navi_actor.algorithms.ppo import PPOLearner, explained_variance
 from navi_actor.config import ActorSettings, PPOConfig
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.models.heads import gaussian_log_prob
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 import torch
 
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import TEMPORAL_CORES, NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 

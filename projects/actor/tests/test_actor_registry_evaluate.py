@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.evaluation import evaluate_policy
 from navi_actor.evaluation.baselines import RandomPolicy, ReactiveHeuristic
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 
 SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
 

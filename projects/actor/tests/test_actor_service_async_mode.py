@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import structlog
 import torch
+from env_bridge import observation_message
 from structlog.testing import capture_logs
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import PolicyStepper
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.service import BrainSettings, run_brain
-from navi_actor.service.env_bridge import observation_message
 from navi_contracts import Action, Publisher, Subscriber, free_tcp_endpoint, topics
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}

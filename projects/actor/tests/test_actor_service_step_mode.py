@@ -12,15 +12,15 @@ import pytest
 import structlog
 import torch
 import zmq
+from env_bridge import VectorEnvBridge, serve_in_thread
 from structlog.testing import capture_logs
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import ActingTelemetry, PolicyStepper, build_policy, resolve_policy_source
 from navi_actor.inference.runner import run_inference
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.service import BrainSettings, run_brain
-from navi_actor.service.env_bridge import VectorEnvBridge, serve_in_thread
 from navi_contracts import ErrorReply, StepRequest, decode_frames, encode_frames, free_tcp_endpoint
 from navi_contracts.samples import sample_action
 from navi_contracts.zmq_util import new_socket

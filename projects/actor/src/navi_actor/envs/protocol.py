@@ -1,7 +1,7 @@
 """The shape of a batched environment the trainer can step in-process.
 
 ``navi_environment.backend.SdfDagBackend`` satisfies it; so does the tiny
-:class:`~navi_actor.runners.point_env.PointGoalEnv` used by tests and smoke runs. Everything is a
+:class:`~navi_actor.envs.point.PointGoalEnv` used by tests and smoke runs. Everything is a
 torch tensor on ``device``; nothing goes through numpy or Python loops per drone.
 """
 

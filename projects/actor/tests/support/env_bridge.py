@@ -7,6 +7,9 @@ observation (zero reward, nothing ended); ``StepRequest(actions)`` steps once; a
 first reset are refused (``handler_error``); every observation is also published on
 ``distance_matrix_v2`` when a publisher is given. ``episode_ids`` count each drone's finished
 episodes, ``step_id`` counts steps since the last reset.
+
+Test support, not part of the package: pytest puts this folder on ``sys.path`` (``pythonpath`` in
+the root ``pyproject.toml``), so tests import it as ``env_bridge``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from navi_actor.runners.env_protocol import VectorEnv
+from navi_actor.envs.protocol import VectorEnv
 from navi_contracts import (
     DistanceMatrix,
     Publisher,
