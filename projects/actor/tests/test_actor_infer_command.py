@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import ActingTelemetry, PolicyStepper
 from navi_actor.inference.command import infer
 from navi_actor.inference.runner import run_inference
-from navi_actor.models import NaviPolicy
+from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_contracts import DistanceMatrix, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
 
 
@@ -33,24 +32,25 @@ def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch, one_torch_threa
     monkeypatch.setattr("navi_actor.service.command.start_process", start)
 
 
-def _checkpoint(policy: NaviPolicy, path: Path) -> Path:
+SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+
+
+def _checkpoint(path: Path, **config: int) -> Path:
+    torch.manual_seed(0)
+    policy = NaviPolicy(PolicyConfig(temporal_core="gru", **{**SMALL, **config}))  # type: ignore[arg-type]
     return save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=policy.cfg), path)
 
 
-def test_infer_runs_a_checkpoint_for_the_requested_steps(
-    tmp_path: Path, small_policy: Callable[..., NaviPolicy]
-) -> None:
-    path = _checkpoint(small_policy(), tmp_path / "p.pt")
+def test_infer_runs_a_checkpoint_for_the_requested_steps(tmp_path: Path) -> None:
+    path = _checkpoint(tmp_path / "p.pt")
     args = ["--checkpoint", str(path), "--env", "point", "--actors", "2", "--total-steps", "12"]
     result = CliRunner().invoke(infer, [*args, "--no-telemetry", "--torch-threads", "1"])
     assert result.exit_code == 0, result.output
     assert "infer: 12 steps x 2 drones" in result.output and "policy p" in result.output
 
 
-def test_infer_stops_after_the_requested_episodes(
-    tmp_path: Path, small_policy: Callable[..., NaviPolicy]
-) -> None:
-    path = _checkpoint(small_policy(), tmp_path / "p.pt")
+def test_infer_stops_after_the_requested_episodes(tmp_path: Path) -> None:
+    path = _checkpoint(tmp_path / "p.pt")
     args = ["--checkpoint", str(path), "--env", "point", "--actors", "3", "--episodes", "4"]
     result = CliRunner().invoke(infer, [*args, "--no-telemetry"])
     assert result.exit_code == 0, result.output
@@ -58,20 +58,17 @@ def test_infer_stops_after_the_requested_episodes(
     assert finished >= 4
 
 
-def test_infer_refuses_a_checkpoint_for_another_sensor(
-    tmp_path: Path, small_policy: Callable[..., NaviPolicy]
-) -> None:
-    path = _checkpoint(small_policy(azimuth=64, elevation=16), tmp_path / "wide.pt")
+def test_infer_refuses_a_checkpoint_for_another_sensor(tmp_path: Path) -> None:
+    path = _checkpoint(tmp_path / "wide.pt", azimuth=64, elevation=16)
     result = CliRunner().invoke(infer, ["--checkpoint", str(path), "--env", "point", "--no-telemetry"])
     assert result.exit_code != 0
     assert "expects observations (3, 64, 16)" in result.output
 
 
-def test_inference_publishes_stats_and_actor_zero_observation(
-    small_policy: Callable[..., NaviPolicy],
-) -> None:
+def test_inference_publishes_stats_and_actor_zero_observation() -> None:
     endpoint = free_tcp_endpoint()
-    policy = small_policy()
+    torch.manual_seed(0)
+    policy = NaviPolicy(PolicyConfig(temporal_core="gru", **SMALL))  # type: ignore[arg-type]
     with Publisher(endpoint) as publisher, Subscriber(endpoint) as subscriber:
         publisher.wait_for_subscribers(timeout_ms=5000)
         telemetry = ActingTelemetry(publisher, "actor.inference", stats_seconds=1e9)
