@@ -32,16 +32,15 @@ import torch
 
 from navi_environment.config import EnvironmentSettings
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag
-from navi_environment.runtime import kernels
 from navi_environment.runtime.atlas import pack_scenes
 from navi_environment.runtime.bench import bench_backend
 from navi_environment.runtime.loader import scene_from_asset
 from navi_environment.runtime.scene import RuntimeScene
 from navi_environment.runtime.spawn import qualify_scene
-from navi_environment.runtime.tracer import Tracer, sensor_directions
 from navi_environment.scenes.export import layout_mesh
 from navi_environment.scenes.rasterize import layout_grids
 from navi_environment.scenes.registry import FAMILIES, generate
+from navi_environment.tracer import Tracer, scalar, sensor_directions
 
 DRONES = 4
 _numba_config: Any = numba.config  # attributes set at runtime, unknown to the type stubs
@@ -99,14 +98,14 @@ def _trace_family(family: str, seed: int, resolution: int, repeats: int) -> tupl
     pos_t, yaw_t = torch.from_numpy(spawns), torch.from_numpy(yaw)
     ids = torch.zeros(DRONES, dtype=torch.int32)
     scalar_out = np.empty((DRONES, 3, len(local)), dtype=np.float32)
-    scalar_stats = np.empty((DRONES, -(-len(local) // kernels.PACKET), 2), dtype=np.float32)
+    scalar_stats = np.empty((DRONES, -(-len(local) // scalar.PACKET), 2), dtype=np.float32)
     scalar_args = (
         spawns, yaw, ids.numpy(), local, tracer.horizon, scalar_out, scalar_out, scalar_stats,
         *tracer.atlas.kernel_args(), *tracer.rules,
     )  # fmt: skip
     contenders: dict[str, Callable[[], object]] = {
         "ours": lambda: tracer.trace_sensor(pos_t, yaw_t, ids, out),
-        "scalar": lambda: kernels.trace_sensor(*scalar_args),
+        "scalar": lambda: scalar.trace_sensor(*scalar_args),
         "embree": lambda: embree.run(origins, world, output=1),
     }
     for fn in contenders.values():  # compile / load caches

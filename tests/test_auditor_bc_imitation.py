@@ -4,8 +4,6 @@ mean-action baseline (the chance level of a regression)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -17,7 +15,7 @@ from navi_auditor.demos.replay import replay_demonstration
 from navi_environment.config import EnvironmentSettings, SceneSettings, SensorSettings
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 ROOM = RoomSpec(hi=(12.0, 9.0, 3.0), thin_wall_x=7.0, thin_wall_thickness=0.3, thin_wall_gap=(3.0, 5.5),
                 pillars=((3.0, 4.0, 0.4), (9.5, 6.5, 0.5)))  # fmt: skip
@@ -28,14 +26,6 @@ ENV = EnvironmentSettings(
 POLICY = PolicyConfig(
     azimuth=32, elevation=8, encoder_backend="spherical_cnn", temporal_core="gru", embed_dim=48
 )
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_bc_policy_imitates_the_autopilot_on_held_out_episodes(tmp_path) -> None:

@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-import structlog
-import torch
 import trimesh
 from click.testing import CliRunner, Result
 
@@ -26,12 +23,7 @@ SMALL = {
 }
 
 
-@pytest.fixture(autouse=True)
-def restore_process_state() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    yield
-    structlog.reset_defaults()
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
 @pytest.fixture(scope="module")

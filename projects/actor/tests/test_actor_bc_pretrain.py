@@ -5,7 +5,6 @@ checkpoint (training_source=bc, lineage) is promoted and continued by RL trainin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,12 +29,7 @@ TINY = PolicyConfig(
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def teacher(obs: np.ndarray) -> np.ndarray:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
 import pytest
-import structlog
 import torch
 from click.testing import CliRunner
 
@@ -19,13 +17,7 @@ TINY = [
 ]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def restore_process_state() -> Iterator[None]:
-    """The CLI configures structlog and torch threads for its process; undo that after each test."""
-    threads = torch.get_num_threads()
-    yield
-    structlog.reset_defaults()
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
 def invoke(tmp_path: Path, *args: str, group: object = main) -> object:

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
-import torch
 from click.testing import CliRunner
 
 from navi_actor.cli import main
 
-
-@pytest.fixture(autouse=True)
-def restore_process_state() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    yield
-    structlog.reset_defaults()
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
 @pytest.fixture(scope="module")

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import structlog
-import torch
 from click.testing import CliRunner
 
 from navi_actor.cli import build_settings, main
 
-
-@pytest.fixture(autouse=True)
-def restore_process_state() -> Iterator[None]:
-    """The command configures structlog and torch threads for its process; undo that afterwards."""
-    threads = torch.get_num_threads()
-    yield
-    structlog.reset_defaults()
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
 def test_train_help_documents_the_ray_options() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,12 +28,7 @@ from navi_actor.storage import RolloutStorage
 TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def settings() -> ActorSettings:

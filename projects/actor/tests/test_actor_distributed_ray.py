@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import structlog
-import torch
 from click.testing import CliRunner
 
 ray = pytest.importorskip("ray", reason="the 'distributed' extra (ray) is not installed")
@@ -24,12 +23,12 @@ from navi_actor.cli import main  # noqa: E402
 from navi_actor.config import ActorSettings  # noqa: E402
 from navi_actor.distributed import DistributedConfig, DistributedTrainer  # noqa: E402
 from navi_actor.distributed.worker_pool import WorkerPool  # noqa: E402
+from navi_actor.envs.point import PointGoalEnv  # noqa: E402
 from navi_actor.evaluation import evaluate_policy  # noqa: E402
 from navi_actor.evaluation.baselines import RandomPolicy  # noqa: E402
 from navi_actor.registry import ModelRegistry  # noqa: E402
-from navi_actor.runners.point_env import PointGoalEnv  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
 STEPS_PER_UPDATE = 2 * 16 * 4  # workers x rollout_length x drones per worker
@@ -49,14 +48,6 @@ def pool() -> Iterator[WorkerPool]:
     yield workers
     workers.shutdown()
     ray.shutdown()
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def settings(**overrides: Any) -> ActorSettings:

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.evaluation.baselines import RandomPolicy
 from navi_actor.evaluation.command import evaluate_specs
 from navi_actor.evaluation.evaluator import compare_reports, evaluate_policy
 from navi_actor.evaluation.plan import make_plan
-from navi_actor.runners.point_env import PointGoalEnv
 
 
 @dataclass

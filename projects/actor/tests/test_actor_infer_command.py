@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,16 @@ import torch
 from click.testing import CliRunner
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import ActingTelemetry, PolicyStepper
 from navi_actor.inference.command import infer
 from navi_actor.inference.runner import run_inference
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_contracts import DistanceMatrix, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
 
 
 @pytest.fixture(autouse=True)
-def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch, one_torch_thread: None) -> None:
     """The CLI's process setup caches loggers (breaks capture_logs later) and traps SIGTERM: not here.
 
     One torch thread: a tiny policy on a busy 2-core machine is fastest without a thread pool.
@@ -31,10 +30,6 @@ def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
         configure_logging("info", production=False)
 
     monkeypatch.setattr("navi_actor.service.command.start_process", start)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}

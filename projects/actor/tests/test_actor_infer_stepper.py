@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import structlog
 import torch
 from structlog.testing import capture_logs
 
 from navi_actor.checkpoints import Checkpoint, CheckpointError, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import PolicyStepper, build_policy, resolve_policy_source
 from navi_actor.models import NaviPolicy, PolicyConfig, clip_action
 from navi_actor.registry import ModelRegistry
-from navi_actor.runners.point_env import PointGoalEnv
 
-SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-
-
-@pytest.fixture(autouse=True)
-def uncached_loggers() -> None:
-    """capture_logs only sees loggers that are not cached; an entry point run earlier in this
-    process (production logging) may have turned caching on."""
-    structlog.configure(cache_logger_on_first_use=False)
-
-
-def small_policy(core: str = "gru", seed: int = 0, **extra: float) -> NaviPolicy:
-    torch.manual_seed(seed)
-    return NaviPolicy(PolicyConfig(temporal_core=core, **SMALL, **extra)).eval()  # type: ignore[arg-type]
+pytestmark = pytest.mark.usefixtures("uncached_loggers")
 
 
 @pytest.mark.parametrize("core", ["gru", "mamba2"])
-def test_stepper_matches_the_trainers_acting_loop(core: str) -> None:
+def test_stepper_matches_the_trainers_acting_loop(core: str, small_policy: Callable[..., NaviPolicy]) -> None:
     """Oracle: policy.act with state + episode-start masks, clip before physics (RolloutCollector)."""
     policy = small_policy(core)
     env_a, env_b = PointGoalEnv(3, max_steps=7), PointGoalEnv(3, max_steps=7)
@@ -53,7 +41,7 @@ def test_stepper_matches_the_trainers_acting_loop(core: str) -> None:
     assert ended >= 3  # episodes really ended (max_steps=7), so the resets were exercised
 
 
-def test_memory_is_reset_only_for_drones_whose_episode_ended() -> None:
+def test_memory_is_reset_only_for_drones_whose_episode_ended(small_policy: Callable[..., NaviPolicy]) -> None:
     policy = small_policy("gru")
     env = PointGoalEnv(2)
     obs = env.reset(1)
@@ -68,7 +56,7 @@ def test_memory_is_reset_only_for_drones_whose_episode_ended() -> None:
     assert not torch.equal(with_memory[0], fresh[0])  # drone 0 still remembers
 
 
-def test_sampled_actions_never_leave_the_physics_range() -> None:
+def test_sampled_actions_never_leave_the_physics_range(small_policy: Callable[..., NaviPolicy]) -> None:
     policy = small_policy("gru", init_log_std=1.0)
     stepper = PolicyStepper(policy, 64, deterministic=False)
     actions = stepper.act(torch.rand(64, 3, 32, 8))
@@ -76,7 +64,7 @@ def test_sampled_actions_never_leave_the_physics_range() -> None:
     assert (actions.abs() == 1.0).any()  # std e^1 makes clipping certain to matter
 
 
-def test_stepper_resizes_for_a_new_batch() -> None:
+def test_stepper_resizes_for_a_new_batch(small_policy: Callable[..., NaviPolicy]) -> None:
     stepper = PolicyStepper(small_policy(), 2)
     stepper.reset(5)
     assert stepper.act(torch.rand(5, 3, 32, 8)).shape == (5, 4)
@@ -88,7 +76,9 @@ def _save(policy: NaviPolicy, path: Path) -> Path:
     return save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=policy.cfg, step_id=7), path)
 
 
-def test_policy_sources_checkpoint_registry_and_fresh(tmp_path: Path) -> None:
+def test_policy_sources_checkpoint_registry_and_fresh(
+    tmp_path: Path, small_policy: Callable[..., NaviPolicy]
+) -> None:
     policy = small_policy("gru", seed=3)
     path = _save(policy, tmp_path / "a.pt")
     obs = torch.rand(2, 3, 32, 8)
@@ -120,7 +110,9 @@ def test_fresh_policies_are_reproducible_and_sized_from_the_observation() -> Non
         assert torch.equal(a, b)
 
 
-def test_checkpoint_for_another_sensor_is_refused_clearly(tmp_path: Path) -> None:
+def test_checkpoint_for_another_sensor_is_refused_clearly(
+    tmp_path: Path, small_policy: Callable[..., NaviPolicy]
+) -> None:
     path = _save(small_policy(), tmp_path / "b.pt")
     source = resolve_policy_source(path, tmp_path)
     with pytest.raises(ValueError, match=r"expects observations \(3, 32, 8\).*sends \(3, 64, 16\)"):

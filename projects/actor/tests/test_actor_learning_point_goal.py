@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 from navi_actor.config import ActorSettings
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.evaluation import evaluate_policy
 from navi_actor.evaluation.baselines import RandomPolicy
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
-from navi_actor.runners.point_env import PointGoalEnv
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.slow

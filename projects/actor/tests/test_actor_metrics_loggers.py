@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
-import torch
 from click.testing import CliRunner, Result
 
 from navi_actor.cli import main
@@ -31,13 +28,7 @@ TRAIN = [
 ]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def restore_process_state() -> Iterator[None]:
-    """The CLI configures structlog and torch threads for its process; undo that after each test."""
-    threads = torch.get_num_threads()
-    yield
-    structlog.reset_defaults()
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
 def invoke(artifacts: Path, *args: str, **extra_env: str) -> Result:

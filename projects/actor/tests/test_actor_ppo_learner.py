@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
 from navi_actor.algorithms.losses import clipped_surrogate_loss, clipped_value_loss, kl_to_reference
 from navi_actor.algorithms.ppo import PPOLearner
 from navi_actor.config import PPOConfig
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 
-SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny models run fastest (and predictably on a shared CPU) with one intra-op thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def collected(policy: NaviPolicy) -> RolloutStorage:
@@ -63,9 +52,9 @@ def test_kl_to_reference_is_zero_only_for_identical_policies() -> None:
     assert kl_to_reference(log_probs, log_probs + 0.3).item() > 0
 
 
-def test_kl_early_stop_cuts_the_epochs() -> None:
+def test_kl_early_stop_cuts_the_epochs(small_config: PolicyConfig) -> None:
     torch.manual_seed(0)
-    policy = NaviPolicy(SMALL)
+    policy = NaviPolicy(small_config)
     storage = collected(policy)
     learner = PPOLearner(policy, PPOConfig(epochs=4, num_minibatches=2, learning_rate=1e-2, target_kl=1e-9))
     result = learner.update(storage, torch.Generator().manual_seed(0))
@@ -76,9 +65,9 @@ def test_kl_early_stop_cuts_the_epochs() -> None:
     assert {"policy_eval", "backward", "clip", "optimizer_step", "minibatch_fetch"} <= set(result.timings)
 
 
-def test_value_warmup_leaves_the_actor_head_untouched() -> None:
+def test_value_warmup_leaves_the_actor_head_untouched(small_config: PolicyConfig) -> None:
     torch.manual_seed(1)
-    policy = NaviPolicy(SMALL)
+    policy = NaviPolicy(small_config)
     storage = collected(policy)
     actor_before = [p.detach().clone() for p in policy.actor.parameters()]
     critic_before = [p.detach().clone() for p in policy.critic.parameters()]
@@ -92,9 +81,9 @@ def test_value_warmup_leaves_the_actor_head_untouched() -> None:
     assert not all(torch.equal(a, b) for a, b in zip(actor_before, policy.actor.parameters(), strict=True))
 
 
-def test_gradient_accumulation_takes_one_optimizer_step_per_group() -> None:
+def test_gradient_accumulation_takes_one_optimizer_step_per_group(small_config: PolicyConfig) -> None:
     torch.manual_seed(2)
-    policy = NaviPolicy(SMALL)
+    policy = NaviPolicy(small_config)
     storage = collected(policy)
     learner = PPOLearner(
         policy, PPOConfig(epochs=2, num_minibatches=4, gradient_accumulation=2, target_kl=None)
@@ -104,8 +93,8 @@ def test_gradient_accumulation_takes_one_optimizer_step_per_group() -> None:
     assert steps == {2 * 4 // 2}
 
 
-def test_linear_lr_annealing_and_resume_schedule() -> None:
-    policy = NaviPolicy(SMALL)
+def test_linear_lr_annealing_and_resume_schedule(small_config: PolicyConfig) -> None:
+    policy = NaviPolicy(small_config)
     learner = PPOLearner(policy, PPOConfig(learning_rate=1.0, lr_schedule="linear"), total_updates=4)
     seen = []
     for _ in range(4):
@@ -121,8 +110,8 @@ def test_linear_lr_annealing_and_resume_schedule() -> None:
     assert constant.current_learning_rate() == pytest.approx(0.1)
 
 
-def test_lr_anneals_over_a_time_budget_and_the_nearer_budget_wins() -> None:
-    policy = NaviPolicy(SMALL)
+def test_lr_anneals_over_a_time_budget_and_the_nearer_budget_wins(small_config: PolicyConfig) -> None:
+    policy = NaviPolicy(small_config)
     learner = PPOLearner(policy, PPOConfig(learning_rate=1.0, lr_schedule="linear"))
     assert learner.current_learning_rate() == pytest.approx(1.0)  # unbounded: constant
     learner.set_time_spent(0.25)
@@ -142,9 +131,9 @@ def test_lr_anneals_over_a_time_budget_and_the_nearer_budget_wins() -> None:
     assert constant.current_learning_rate() == pytest.approx(0.1)
 
 
-def test_reference_kl_penalty_is_reported_and_decays() -> None:
+def test_reference_kl_penalty_is_reported_and_decays(small_config: PolicyConfig) -> None:
     torch.manual_seed(3)
-    policy, reference = NaviPolicy(SMALL), NaviPolicy(SMALL)
+    policy, reference = NaviPolicy(small_config), NaviPolicy(small_config)
     storage = collected(policy)
     config = PPOConfig(
         epochs=1, num_minibatches=2, reference_kl_coef=1.0, reference_kl_decay=0.5, target_kl=None
@@ -157,9 +146,9 @@ def test_reference_kl_penalty_is_reported_and_decays() -> None:
     assert not any(p.requires_grad for p in reference.parameters())
 
 
-def test_divergence_stops_the_update_with_a_clear_error() -> None:
+def test_divergence_stops_the_update_with_a_clear_error(small_config: PolicyConfig) -> None:
     torch.manual_seed(4)
-    policy = NaviPolicy(SMALL)
+    policy = NaviPolicy(small_config)
     storage = collected(policy)
     storage.returns[0, 0] = float("inf")  # a poisoned target makes the value loss non-finite
     learner = PPOLearner(policy, PPOConfig(epochs=2, num_minibatches=2, target_kl=None))

@@ -3,28 +3,18 @@ std, periodic KL-reference refresh, discount / GAE-lambda / log-std schedules.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
 from navi_actor.algorithms.ppo import PPOLearner, explained_variance
 from navi_actor.config import ActorSettings, PPOConfig
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.models.heads import gaussian_log_prob
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 
-SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def collected(policy: NaviPolicy) -> RolloutStorage:
@@ -45,35 +35,37 @@ def test_explained_variance_known_answers() -> None:
     assert torch.isnan(explained_variance(returns, torch.ones(4)))
 
 
-def test_update_reports_explained_variance() -> None:
+def test_update_reports_explained_variance(small_config: PolicyConfig) -> None:
     torch.manual_seed(0)
-    policy = NaviPolicy(SMALL)
+    policy = NaviPolicy(small_config)
     result = PPOLearner(policy, PPOConfig(epochs=1, num_minibatches=2)).update(collected(policy))
     assert "explained_variance" in result.metrics
     assert result.metrics["explained_variance"] <= 1.0
 
 
-def test_zero_initialised_value_head_predicts_zero_everywhere() -> None:
-    policy = NaviPolicy(SMALL.model_copy(update={"value_head_init": "zero"}))
+def test_zero_initialised_value_head_predicts_zero_everywhere(small_config: PolicyConfig) -> None:
+    policy = NaviPolicy(small_config.model_copy(update={"value_head_init": "zero"}))
     obs = torch.rand(5, 3, 16, 8)
     out = policy.act(obs, policy.initial_state(5), torch.ones(5, dtype=torch.bool))
     assert torch.equal(out.value, torch.zeros(5))
-    default = NaviPolicy(SMALL).act(obs, policy.initial_state(5), torch.ones(5, dtype=torch.bool))
+    default = NaviPolicy(small_config).act(obs, policy.initial_state(5), torch.ones(5, dtype=torch.bool))
     assert not torch.equal(default.value, torch.zeros(5))
 
 
-def test_state_dependent_std_starts_global_then_varies_per_state_with_consistent_log_probs() -> None:
+def test_state_dependent_std_starts_global_then_varies_per_state_with_consistent_log_probs(
+    small_config: PolicyConfig,
+) -> None:
     torch.manual_seed(1)
-    policy = NaviPolicy(SMALL.model_copy(update={"log_std_mode": "state"}))
+    policy = NaviPolicy(small_config.model_copy(update={"log_std_mode": "state"}))
     features = torch.randn(6, 32)
     _, log_std = policy.actor(features)
-    assert torch.allclose(log_std, torch.full((6, 4), SMALL.init_log_std))
+    assert torch.allclose(log_std, torch.full((6, 4), small_config.init_log_std))
     assert policy.actor.log_std_layer is not None
     with torch.no_grad():
         policy.actor.log_std_layer.weight.normal_()
     _, log_std = policy.actor(features)
     assert log_std.std(dim=0).min() > 0  # differs between states
-    assert log_std.min() >= SMALL.log_std_min and log_std.max() <= SMALL.log_std_max
+    assert log_std.min() >= small_config.log_std_min and log_std.max() <= small_config.log_std_max
     obs = torch.rand(1, 3, 3, 16, 8)
     state0, starts = policy.initial_state(3), torch.ones(1, 3, dtype=torch.bool)
     acted = policy.act(obs[0], state0, starts[0])
@@ -81,13 +73,13 @@ def test_state_dependent_std_starts_global_then_varies_per_state_with_consistent
     assert torch.allclose(evaluated.log_prob[0], acted.log_prob, atol=1e-5)
     assert evaluated.entropy[0].std() > 0  # the entropy of a state-dependent std differs per drone
     # the log-prob is that of the Gaussian with the state's own std, not the global one
-    global_std = torch.full_like(acted.action_mean, SMALL.init_log_std)
+    global_std = torch.full_like(acted.action_mean, small_config.init_log_std)
     assert not torch.allclose(acted.log_prob, gaussian_log_prob(acted.action, acted.action_mean, global_std))
 
 
-def test_reference_policy_is_refreshed_every_n_updates() -> None:
+def test_reference_policy_is_refreshed_every_n_updates(small_config: PolicyConfig) -> None:
     torch.manual_seed(2)
-    policy = NaviPolicy(SMALL)
+    policy = NaviPolicy(small_config)
     config = PPOConfig(epochs=1, num_minibatches=2, reference_kl_coef=0.1, reference_refresh_updates=2,
                        target_kl=None, learning_rate=1e-2)  # fmt: skip
     learner = PPOLearner(policy, config)
@@ -106,15 +98,17 @@ def test_reference_policy_is_refreshed_every_n_updates() -> None:
     assert same() and result.metrics["reference_kl"] >= 0.0  # refreshed after the second update
 
 
-def test_discount_and_log_std_schedules_follow_the_budget() -> None:
-    policy = NaviPolicy(SMALL)
+def test_discount_and_log_std_schedules_follow_the_budget(small_config: PolicyConfig) -> None:
+    policy = NaviPolicy(small_config)
     learner = PPOLearner(policy, PPOConfig(final_log_std_max=-2.0), total_updates=10)
     assert learner.discount(0.99, 0.95, 0.999, 0.9) == (0.99, 0.95)
     learner.set_time_spent(0.5)
     gamma, gae_lambda = learner.discount(0.99, 0.95, 0.999, 0.9)
     assert gamma == pytest.approx(0.9945) and gae_lambda == pytest.approx(0.925)
     assert learner.discount(0.99, 0.95) == (0.99, 0.95)  # no final values: constant
-    assert learner.log_std_ceiling() == pytest.approx(SMALL.log_std_max + 0.5 * (-2.0 - SMALL.log_std_max))
+    assert learner.log_std_ceiling() == pytest.approx(
+        small_config.log_std_max + 0.5 * (-2.0 - small_config.log_std_max)
+    )
     with torch.no_grad():
         policy.actor.log_std_param.fill_(0.5)
     learner._apply_log_std_ceiling()

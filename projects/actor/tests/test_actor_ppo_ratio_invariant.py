@@ -8,23 +8,15 @@ so resets fall inside sequences.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import TEMPORAL_CORES, NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("core", TEMPORAL_CORES)

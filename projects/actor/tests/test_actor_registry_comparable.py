@@ -6,12 +6,10 @@ the registry's best, and every later corpus run was measured against it (and res
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.config import ActorSettings
@@ -25,12 +23,7 @@ from navi_actor.runners.resume import choose_start
 ONE_SCENE = {"backend": "sdfdag", "scenes": 1, "names": ["easy.gmdag"], "episode_max_steps": 500}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _settings() -> ActorSettings:

@@ -8,12 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.evaluation import evaluate_policy
 from navi_actor.evaluation.baselines import RandomPolicy, ReactiveHeuristic
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
-
-SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
 
 
 @dataclass(frozen=True)
@@ -39,9 +37,9 @@ class ConstantPolicy:
         return Act(self.action.expand(obs.shape[0], 4).clone(), state)
 
 
-def test_evaluation_never_trains_and_is_reproducible() -> None:
+def test_evaluation_never_trains_and_is_reproducible(small_config: PolicyConfig) -> None:
     torch.manual_seed(0)
-    policy = NaviPolicy(SMALL)
+    policy = NaviPolicy(small_config)
     before = {k: v.clone() for k, v in policy.state_dict().items()}
     env = PointGoalEnv(3, azimuth=16, elevation=8, max_steps=7)
     first = evaluate_policy(policy, env, 5, deterministic=False, seed=4)

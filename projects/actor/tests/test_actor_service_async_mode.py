@@ -3,47 +3,30 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-import structlog
 import torch
+from env_bridge import observation_message
 from structlog.testing import capture_logs
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import PolicyStepper
-from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
+from navi_actor.models import NaviPolicy
 from navi_actor.service import BrainSettings, run_brain
-from navi_actor.service.env_bridge import observation_message
 from navi_contracts import Action, Publisher, Subscriber, free_tcp_endpoint, topics
 
-SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-
-
-@pytest.fixture(autouse=True)
-def uncached_loggers() -> None:
-    """capture_logs only sees loggers that are not cached; an entry point run earlier in this
-    process (production logging) may have turned caching on."""
-    structlog.configure(cache_logger_on_first_use=False)
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "uncached_loggers")
 
 
 class AsyncHarness:
     """The test plays the environment: PUB of observations, SUB of the brain's actions."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        torch.manual_seed(5)
-        self.policy = NaviPolicy(PolicyConfig(temporal_core="gru", **SMALL)).eval()  # type: ignore[arg-type]
+    def __init__(self, tmp_path: Path, policy: NaviPolicy) -> None:
+        self.policy = policy
         checkpoint = save_checkpoint(
             Checkpoint(model=self.policy.state_dict(), policy_config=self.policy.cfg), tmp_path / "p.pt"
         )
@@ -85,8 +68,10 @@ class AsyncHarness:
         return self.result[0]
 
 
-def test_async_brain_matches_the_stepper_and_never_acts_twice(tmp_path: Path) -> None:
-    harness = AsyncHarness(tmp_path)
+def test_async_brain_matches_the_stepper_and_never_acts_twice(
+    tmp_path: Path, small_policy: Callable[..., NaviPolicy]
+) -> None:
+    harness = AsyncHarness(tmp_path, small_policy("gru", seed=5))
     env, reference_env = PointGoalEnv(2, max_steps=4), PointGoalEnv(2, max_steps=4)
     obs, reference_obs = env.reset(9), reference_env.reset(9)
     stepper = PolicyStepper(harness.policy, 2, deterministic=True)
@@ -118,8 +103,10 @@ def test_async_brain_matches_the_stepper_and_never_acts_twice(tmp_path: Path) ->
     assert any(entry["event"] == "contracts.subscriber.message_dropped" for entry in logs)
 
 
-def test_async_brain_resets_memory_when_the_environment_restarts(tmp_path: Path) -> None:
-    harness = AsyncHarness(tmp_path)
+def test_async_brain_resets_memory_when_the_environment_restarts(
+    tmp_path: Path, small_policy: Callable[..., NaviPolicy]
+) -> None:
+    harness = AsyncHarness(tmp_path, small_policy("gru", seed=5))
     env = PointGoalEnv(1)
     obs = env.reset(0)
     ids, episodes = np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64)

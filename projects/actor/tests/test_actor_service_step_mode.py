@@ -3,51 +3,32 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import structlog
-import torch
 import zmq
+from env_bridge import VectorEnvBridge, serve_in_thread
 from structlog.testing import capture_logs
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import ActingTelemetry, PolicyStepper, build_policy, resolve_policy_source
 from navi_actor.inference.runner import run_inference
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.service import BrainSettings, run_brain
-from navi_actor.service.env_bridge import VectorEnvBridge, serve_in_thread
 from navi_contracts import ErrorReply, StepRequest, decode_frames, encode_frames, free_tcp_endpoint
 from navi_contracts.samples import sample_action
 from navi_contracts.zmq_util import new_socket
 
-SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-
-
-@pytest.fixture(autouse=True)
-def uncached_loggers() -> None:
-    """capture_logs only sees loggers that are not cached; an entry point run earlier in this
-    process (production logging) may have turned caching on."""
-    structlog.configure(cache_logger_on_first_use=False)
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Brain and env bridge share this process: one intra-op thread each avoids oversubscription."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "uncached_loggers")
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(11)
-    policy = NaviPolicy(PolicyConfig(temporal_core="mamba2", **SMALL))  # type: ignore[arg-type]
+def checkpoint(tmp_path_factory: pytest.TempPathFactory, small_policy: Callable[..., NaviPolicy]) -> Path:
+    policy = small_policy("mamba2", seed=11)
     path = tmp_path_factory.mktemp("ckpt") / "policy.pt"
     return save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=policy.cfg), path)
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import structlog
-import torch
 from click.testing import CliRunner
 
 from navi_actor.cli import main
@@ -32,12 +30,7 @@ TRAIN = ["train", "--env", "point", "--actors", "2", "--torch-threads", "1", "--
          "--total-steps", "64", "--rollout-length", "16", "--no-telemetry"]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def restore_process_state() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    yield
-    structlog.reset_defaults()
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
 def _first_words(output: str, count: int = 4) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from navi_actor.envs.point import PointGoalEnv, PointStep
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv, PointStep
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 

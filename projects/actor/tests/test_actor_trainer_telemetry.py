@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +13,7 @@ from navi_actor.config import TelemetryConfig
 from navi_actor.telemetry import HEARTBEAT_EVENT, UPDATE_EVENT, TrainingTelemetry, observation_message
 from navi_contracts import DistanceMatrix, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class FakeClock:

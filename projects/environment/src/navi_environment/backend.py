@@ -4,7 +4,7 @@ The canonical in-process environment of Navi (the trainer, the auditor and the s
 it). On CUDA everything on the step path is a batched tensor op or one kernel launch; the only host
 syncs are "did any episode end?" (to re-trace just those rows) and scene rotation (rare). On CPU
 (numba tracer) the same step runs as two numba kernels around the sensor trace
-(:mod:`navi_environment.fused_step`), the torch ops being its oracle (``physics.step_kernel``).
+(:mod:`navi_environment.step.fused`), the torch ops being its oracle (``physics.step_kernel``).
 
 Contract (also in ``docs/environment.md``)::
 
@@ -30,13 +30,13 @@ import torch
 
 from navi_contracts.paths import artifacts_root
 from navi_environment.config import EnvironmentSettings
-from navi_environment.episodes import EpisodeTracker
-from navi_environment.fused_step import FusedStep, resolve_step_kernel
-from navi_environment.physics import Kinematics, move_with_collisions
-from navi_environment.rewards import REWARD_TERMS, RewardInputs, Rewards
 from navi_environment.runtime.scene import RuntimeScene
 from navi_environment.runtime.scene_set import SceneSet
-from navi_environment.runtime.tracer import Tracer, configure_numba
+from navi_environment.step.episodes import EpisodeTracker
+from navi_environment.step.fused import FusedStep, resolve_step_kernel
+from navi_environment.step.physics import Kinematics, move_with_collisions
+from navi_environment.step.rewards import REWARD_TERMS, RewardInputs, Rewards
+from navi_environment.tracer import Tracer, configure_numba
 
 log = structlog.get_logger()
 

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import torch
 
-from navi_actor.runners.env_protocol import VectorEnv
+from navi_actor.envs.protocol import VectorEnv
 
 
 class PlannedEnv(VectorEnv, Protocol):

@@ -6,8 +6,9 @@ by ``navi_actor.config`` without an import cycle.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from navi_actor.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_actor.inference.policy_source import PolicySource, build_policy, resolve_policy_source
@@ -34,8 +35,4 @@ __all__ = [
     "run_inference",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'navi_actor.inference' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

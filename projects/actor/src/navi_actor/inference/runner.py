@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
+from navi_actor.envs.protocol import VectorEnv
 from navi_actor.inference.stepper import PolicyStepper
 from navi_actor.inference.telemetry import ActingTelemetry
-from navi_actor.runners.env_protocol import VectorEnv
 
 
 @dataclass(frozen=True)

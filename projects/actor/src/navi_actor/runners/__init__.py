@@ -1,1 +1,4 @@
-"""Training runners: the in-process environment contract, rollout collection and the PPO loop."""
+"""Training runners: building the environment a command asks for, rollout collection and the PPO loop.
+
+The environments themselves and their protocol are in :mod:`navi_actor.envs`.
+"""

@@ -2,7 +2,7 @@
 
 ``sdfdag`` is the real simulator (``navi_environment.backend.SdfDagBackend``) on one ``.gmdag`` file,
 a corpus folder, or the default corpus, which is built first when missing (with progress output).
-``point`` is :class:`~navi_actor.runners.point_env.PointGoalEnv`, a toy used by smoke runs.
+``point`` is :class:`~navi_actor.envs.point.PointGoalEnv`, a toy used by smoke runs.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from navi_actor.config import EnvironmentChoice
-from navi_actor.runners.env_protocol import VectorEnv
-from navi_actor.runners.point_env import PointGoalEnv
+from navi_actor.envs.point import PointGoalEnv
+from navi_actor.envs.protocol import VectorEnv
 
 if TYPE_CHECKING:
     from navi_environment.config import EnvironmentSettings
@@ -91,7 +91,7 @@ def build_environment(
         )
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
-    from navi_environment.runtime.tracer import configure_numba
+    from navi_environment.tracer import configure_numba
 
     env_settings = env_settings or EnvironmentSettings()  # episode length: episode.max_steps, one place
     # Before anything numba-parallel runs (building the default corpus does): numba fixes its

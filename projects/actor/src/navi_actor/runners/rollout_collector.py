@@ -15,8 +15,8 @@ from typing import Protocol
 import torch
 
 from navi_actor.algorithms.stage_timer import StageTimer
+from navi_actor.envs.protocol import VectorEnv, VectorStep
 from navi_actor.models import ActOutput, NaviPolicy, clip_action
-from navi_actor.runners.env_protocol import VectorEnv, VectorStep
 from navi_actor.storage.rollout_storage import RolloutStorage
 
 

@@ -15,8 +15,8 @@ import torch
 
 from navi_actor.algorithms.ppo import AuxiliaryStep
 from navi_actor.config import ActorSettings
+from navi_actor.envs.protocol import VectorStep
 from navi_actor.models import ActOutput, NaviPolicy, clip_action
-from navi_actor.runners.env_protocol import VectorStep
 from navi_actor.runners.rollout_collector import RewardShaping
 from navi_actor.shaping.reward_shaper import RewardShaper
 from navi_actor.storage.rollout_storage import SequenceBatch

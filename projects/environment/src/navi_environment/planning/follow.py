@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from navi_environment.config import EnvironmentSettings
-from navi_environment.physics.kinematics import wrap_angle
-from navi_environment.runtime.tracer import sensor_directions
+from navi_environment.step.physics.kinematics import wrap_angle
+from navi_environment.tracer import sensor_directions
 
 _BRAKE_GAIN = 2.0  # speed limit per metre of room left before the stop margin, 1/s
 _ARRIVE_GAIN = 1.5  # speed limit per metre still to the goal, 1/s (never below _ARRIVE_MIN_MPS)

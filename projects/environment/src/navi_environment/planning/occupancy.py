@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from navi_environment.runtime.tracer import sensor_directions
+from navi_environment.tracer import sensor_directions
 
 UNKNOWN, FREE, OCCUPIED = 0, 1, 2
 

@@ -112,7 +112,7 @@ def panorama(asset: GmdagAsset, settings: EnvironmentSettings, origin: np.ndarra
     """(El, Az, 3) spherical depth image from ``origin``: zenith at the top, misses sky blue."""
     from navi_environment.runtime.atlas import pack_scenes
     from navi_environment.runtime.loader import scene_from_asset
-    from navi_environment.runtime.tracer import Tracer
+    from navi_environment.tracer import Tracer
 
     width, height = PANORAMA
     azimuth = (np.arange(width) + 0.5) / width * 2 * math.pi - math.pi

@@ -18,7 +18,7 @@ from navi_environment.runtime.scene import BRICK_SAMPLES, RuntimeScene
 
 @dataclass(frozen=True)
 class SceneAtlas:
-    """Packed scenes. Array roles: see :mod:`navi_environment.runtime.kernels`.
+    """Packed scenes. Array roles: see :mod:`navi_environment.tracer.scalar`.
 
     Attributes:
         scenes: the packed scenes; atlas id ``i`` is ``scenes[i]``.

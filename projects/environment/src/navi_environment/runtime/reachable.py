@@ -20,7 +20,7 @@ from scipy import ndimage
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.atlas import pack_scenes
 from navi_environment.runtime.scene import RuntimeScene
-from navi_environment.runtime.tracer import Tracer
+from navi_environment.tracer import Tracer
 
 MAX_SAMPLES = 16_000_000  # a bigger scene is sampled on a coarser grid (still <= one visit cell)
 QUERY_CHUNK = 1 << 20

@@ -33,7 +33,7 @@ from navi_environment.config import EnvironmentSettings
 from navi_environment.gmdag.format import GmdagAsset
 from navi_environment.runtime.atlas import pack_scenes
 from navi_environment.runtime.scene import RuntimeScene
-from navi_environment.runtime.tracer import Tracer, fibonacci_directions
+from navi_environment.tracer import Tracer, fibonacci_directions
 
 log = structlog.get_logger()
 

@@ -1,6 +1,0 @@
-"""Drone kinematics and collision response."""
-
-from navi_environment.physics.collision import CollisionResult, move_with_collisions
-from navi_environment.physics.kinematics import Kinematics, wrap_angle
-
-__all__ = ["CollisionResult", "Kinematics", "move_with_collisions", "wrap_angle"]

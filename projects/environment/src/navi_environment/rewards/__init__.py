@@ -1,5 +1,0 @@
-"""The nine environment reward terms, batched."""
-
-from navi_environment.rewards.terms import REWARD_TERMS, RewardInputs, Rewards
-
-__all__ = ["REWARD_TERMS", "RewardInputs", "Rewards"]
