@@ -90,17 +90,11 @@ def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
     return [packed, *(array.data for array in arrays)]
 
 
-_SCALAR, _ARRAY, _NESTED = 0, 1, 2
-
-
 @cache
-def _field_roles(cls: type[WireModel]) -> tuple[tuple[str, int], ...]:
-    """(field name, scalar / array / nested model) for every field of ``cls``, in field order."""
+def _field_roles(cls: type[WireModel]) -> tuple[tuple[str, ArraySpec | type[WireModel] | None], ...]:
+    """(field name, its ArraySpec, nested model class, or None for a scalar) per field of ``cls``."""
     specs, nested = array_specs(cls), nested_models(cls)
-    return tuple(
-        (name, _ARRAY if name in specs else _NESTED if name in nested else _SCALAR)
-        for name in cls.model_fields
-    )
+    return tuple((name, specs.get(name) or nested.get(name)) for name in cls.model_fields)
 
 
 def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
@@ -112,11 +106,12 @@ def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
     header: dict[str, Any] = {"kind": cls.WIRE_KIND}
     for name, role in _field_roles(cls):
         value = values[name]
-        if value is None or role == _SCALAR:
+        if value is None or role is None:
             header[name] = value
-        elif role == _ARRAY:
-            dtype = value.dtype.str
-            if dtype[0] not in "<|" or not value.flags.c_contiguous:
+        elif type(role) is ArraySpec:
+            if value.dtype == role.np_dtype and value.flags.c_contiguous and not _BIG_ENDIAN_HOST:
+                dtype = role.wire_dtype  # the usual case: a validated array, sent as it is
+            else:
                 value = _wire_array(value)
                 dtype = value.dtype.str
             header[name] = {"dtype": dtype, "shape": list(value.shape)}

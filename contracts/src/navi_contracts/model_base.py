@@ -42,6 +42,12 @@ class WireModel(BaseModel):
         except ValidationError as exc:
             raise ContractError(format_validation_error(type(self).__name__, exc)) from None
 
+    # Pydantic calls a custom __init__ again for every nested model built from a map, validating it
+    # twice and wrapping its errors in a second ContractError. This __init__ only translates the
+    # error, so pydantic may treat it as its own (its marker for BaseModel.__init__): nested models are
+    # validated once, and their errors name the full path (``DistanceMatrix.poses.yaw``).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @field_validator("schema_version")
     @classmethod
     def _check_schema_version(cls, value: int) -> int:
@@ -72,12 +78,13 @@ class WireModel(BaseModel):
         """
         bindings = dict(bound) if bound else {}
         values = self.__dict__
-        for name, spec in array_specs(type(self)).items():
+        for name, named_axes in _named_axes(type(self)):
             array = values[name]
             if array is None:
                 continue
-            for axis, dim in spec.named_axes:
-                if bindings.setdefault(dim, array.shape[axis]) != array.shape[axis]:
+            shape = array.shape
+            for axis, dim in named_axes:
+                if bindings.setdefault(dim, shape[axis]) != shape[axis]:
                     raise ValueError(self._dims_error(name, dim, bound or {}))
         return bindings
 
@@ -112,6 +119,12 @@ def array_specs(model: type[WireModel]) -> dict[str, ArraySpec]:
             if isinstance(meta, ArraySpec):
                 specs[name] = meta
     return specs
+
+
+@cache
+def _named_axes(model: type[WireModel]) -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
+    """(field, its named axes) for the array fields of ``model`` that have named axes."""
+    return tuple((name, spec.named_axes) for name, spec in array_specs(model).items() if spec.named_axes)
 
 
 @cache
