@@ -10,6 +10,7 @@ from typing import Any
 
 import msgpack
 import pytest
+import wire_strategies as strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,6 @@ from navi_contracts import (
     encode,
     encode_frames,
 )
-from navi_contracts import testing as strategies
 from navi_contracts.codec import MAX_HEADER_BYTES
 from navi_contracts.samples import sample_distance_matrix, sample_step_result, sample_telemetry
 
