@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from navi_contracts.arrays import ArraySpec
-from navi_contracts.errors import ContractError
+from navi_contracts.errors import ContractError, format_validation_error
 
 SCHEMA_VERSION = 2
 """Version of every model in this release; matches the ``_v2`` topic suffix."""
@@ -152,13 +152,3 @@ def values_equal(left: Any, right: Any) -> bool:
     if isinstance(left, float) and isinstance(right, float) and math.isnan(left) and math.isnan(right):
         return True
     return bool(left == right)
-
-
-def format_validation_error(owner: str, exc: ValidationError) -> str:
-    """One readable line per pydantic error: ``Owner.field.sub: message``."""
-    lines = []
-    for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        lines.append(f"{owner}.{location}: {message}" if location else f"{owner}: {message}")
-    return "; ".join(lines)
