@@ -31,10 +31,11 @@ S = TypeVar("S", bound=BaseModel)
 
 
 class SettingsOption(click.Option):
-    """An option made from a settings field; ``field_path`` is its dotted path (``rollout.num_actors``)."""
+    """An option made from the field at ``field_path`` (``rollout.num_actors``) of ``settings``."""
 
-    def __init__(self, *args: Any, field_path: str, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, settings: type[BaseModel], field_path: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.settings = settings
         self.field_path = field_path
 
 
@@ -77,6 +78,7 @@ def field_option(settings: type[BaseModel], path: str, *, grouped: bool = False)
         declaration,
         path.replace(".", "__"),
         cls=SettingsOption,
+        settings=settings,
         field_path=path,
         type=None if kind is bool else kind,
         default=None,

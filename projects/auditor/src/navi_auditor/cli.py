@@ -11,6 +11,7 @@ from navi_auditor.explorer.command import explore_main
 from navi_auditor.settings import AuditorSettings
 from navi_auditor.streams.commands import inspect, record, replay
 from navi_contracts import configure_logging
+from navi_contracts.cli_options import build_settings
 
 __all__ = ["explore_main", "main"]
 
@@ -21,7 +22,7 @@ __all__ = ["explore_main", "main"]
 def main(ctx: click.Context, log_level: str | None) -> None:
     """Navi auditor: record and replay ZeroMQ sessions, fly the explorer, check demonstrations."""
     values: dict[str, Any] = {"log_level": log_level} if log_level else {}
-    settings = AuditorSettings(**values)
+    settings = build_settings(AuditorSettings, **values)
     if ctx.invoked_subcommand != "explore":  # the explorer configures logging for its terminal itself
         configure_logging(settings.log_level, settings.log_json)
     ctx.obj = settings

@@ -172,6 +172,7 @@ def explore_main(
     # Heavy imports (torch, numba kernels) only when flying, so `navi-auditor --help` starts fast.
     from navi_auditor.explorer.runner import ExplorerLoop
     from navi_auditor.explorer.scenes import SceneSourceError, resolve_scene_files
+    from navi_contracts.cli_options import build_settings
     from navi_environment.config import EnvironmentSettings
 
     publish: str | None = pub
@@ -182,7 +183,7 @@ def explore_main(
     if publish is not None:
         overrides["publish"] = None if publish.lower() == "none" else publish
     values: dict[str, Any] = {"explore": overrides} | ({"log_level": log_level} if log_level else {})
-    settings = AuditorSettings(**values)
+    settings = build_settings(AuditorSettings, **values)
     terminal = Terminal()
     configure_logging(
         log_level or ("warning" if terminal.interactive else settings.log_level), settings.log_json
