@@ -31,9 +31,10 @@ from typing import Any, TypeVar, overload
 
 import msgpack
 import numpy as np
+from pydantic import ValidationError
 
 from navi_contracts.arrays import ArraySpec
-from navi_contracts.errors import ContractError
+from navi_contracts.errors import ContractError, format_validation_error
 from navi_contracts.model_base import WireModel, array_specs, nested_models
 from navi_contracts.models import MODELS_BY_KIND
 from navi_contracts.settings import ContractLimits
@@ -253,9 +254,13 @@ def decode_frames(
     array_frames = iter(views[1:])
     try:
         cls = _model_class(header, expected)
-        model = cls(**_decode_fields(header, cls, limits, array_frames, cls.__name__))
+        fields = _decode_fields(header, cls, limits, array_frames, cls.__name__)
+        # The constructor's validation, entered directly (``cls(**fields)`` repacks the map twice).
+        model = cls.model_validate(fields)
     except ContractError:
         raise
+    except ValidationError as exc:  # what the constructor would say: one line per problem
+        raise ContractError(format_validation_error(cls.__name__, exc)) from None
     except _UNEXPECTED as exc:
         raise ContractError(f"undecodable message: {type(exc).__name__}: {exc}") from exc
     unused = len(list(array_frames))
