@@ -10,15 +10,23 @@ the codec modules (``codec*.py``, ``fast_*.py``, ``msgpack_view.py``) of the ins
 
     uv run python scripts/bench_codec.py [--rounds 15] [--iterations 200]
 
-The script also runs against the codec before issue 18 (``PYTHONPATH=<old contracts/src>``), which
-kept ``encode_frames`` in ``codec_frames`` and compiled a value-check kernel in the background, so
-before/after numbers can come from one machine, back to back.
+``--baseline DIR`` runs the script a second time against another ``contracts/src`` (``PYTHONPATH=DIR``),
+back to back on the same machine, and adds its numbers and the ratios. The codec before issue 18 kept
+``encode_frames`` in ``codec_frames``, compiled a value-check kernel in the background, and its sockets
+sent the one-buffer form by default, so ``ratio_to_baseline_buffer`` (today's wire form against that
+one) is the issue's "within 1.5x of today's time"::
+
+    git archive 2b900af^ contracts/src | tar -x -C /tmp/pre18
+    uv run python scripts/bench_codec.py --baseline /tmp/pre18/contracts/src
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,7 +81,14 @@ def _wait_for_old_kernel() -> None:
 @click.option("--batch", default=4, show_default=True, help="Drones (B).")
 @click.option("--azimuth", default=256, show_default=True, help="Azimuth bins (Az).")
 @click.option("--elevation", default=48, show_default=True, help="Elevation bins (El).")
-def main(rounds: int, iterations: int, batch: int, azimuth: int, elevation: int) -> None:
+@click.option(
+    "--baseline",
+    type=click.Path(exists=True, file_okay=False),
+    help="Another contracts/src to time right after this one (e.g. the codec before issue 18).",
+)
+def main(
+    *, rounds: int, iterations: int, batch: int, azimuth: int, elevation: int, baseline: str | None
+) -> None:
     """Time encode and decode of one observation; count the codec's lines."""
     message = sample_distance_matrix(batch, azimuth, elevation, seed=1)
     assert message.delta_depth is not None and message.poses is not None
@@ -112,7 +127,27 @@ def main(rounds: int, iterations: int, batch: int, azimuth: int, elevation: int)
         "python": platform.python_version(),
         "numpy": np.__version__,
     }
+    if baseline:
+        argv = [f"--rounds={rounds}", f"--iterations={iterations}", f"--batch={batch}"]
+        other = _run_baseline(baseline, [*argv, f"--azimuth={azimuth}", f"--elevation={elevation}"])
+        result["baseline"] = other
+        result["ratio_to_baseline_frames"] = round(result["encode_decode_us"] / other["encode_decode_us"], 2)
+        result["ratio_to_baseline_buffer"] = round(
+            result["encode_decode_us"] / other["buffer_encode_decode_us"], 2
+        )
     print(json.dumps(result))
+
+
+def _run_baseline(source: str, argv: list[str]) -> dict[str, object]:
+    """This script's result against the ``navi_contracts`` under ``source`` (a fresh process)."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(source)}
+    done = subprocess.run(
+        [sys.executable, __file__, *argv], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise click.ClickException(f"the baseline run failed: {done.stderr.strip().splitlines()[-1:]}")
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
 
 
 if __name__ == "__main__":

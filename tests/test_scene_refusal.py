@@ -66,7 +66,16 @@ def test_train_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_pa
 
     result = CliRunner().invoke(
         main,
-        ["train", "--gmdag-file", str(solid_scene), "--actors", "2", "--total-steps", "8", "--no-telemetry"],
+        [
+            "train",
+            "--gmdag-file",
+            str(solid_scene),
+            "--num-actors",
+            "2",
+            "--total-steps",
+            "8",
+            "--no-telemetry",
+        ],
         env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)},
     )
     _refused(result, solid_scene)
@@ -77,7 +86,7 @@ def test_evaluate_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp
 
     result = CliRunner().invoke(
         main,
-        ["evaluate", "--policy", "random", "--gmdag-file", str(solid_scene), "--actors", "1"],
+        ["evaluate", "--policy", "random", "--gmdag-file", str(solid_scene), "--num-actors", "1"],
         env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)},
     )
     _refused(result, solid_scene)
@@ -111,7 +120,7 @@ def test_train_on_a_y_up_mesh_then_evaluate_refuses_a_solid_scene(solid_scene: P
     )
     assert compiled.exit_code == 0, compiled.output
     env = {**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
-    common = ["--actors", "2", "--torch-threads", "1"]
+    common = ["--num-actors", "2", "--torch-threads", "1"]
     trained = runner.invoke(
         actor,
         ["train", "--gmdag-file", str(scene), *common, "--total-steps", "32", "--rollout-length", "16",
@@ -152,7 +161,7 @@ def test_train_on_a_corpus_built_from_a_mesh_folder(tmp_path: Path) -> None:
     assert prepared.exit_code == 0, prepared.output
     trained = runner.invoke(
         actor,
-        ["train", "--corpus", str(corpus), "--actors", "2", "--torch-threads", "1", "--total-steps", "32",
+        ["train", "--corpus", str(corpus), "--num-actors", "2", "--torch-threads", "1", "--total-steps", "32",
          "--rollout-length", "16", "--no-telemetry"],
         env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)},
     )  # fmt: skip

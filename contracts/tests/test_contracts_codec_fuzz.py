@@ -10,6 +10,7 @@ from typing import Any
 
 import msgpack
 import pytest
+import wire_strategies as strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,6 @@ from navi_contracts import (
     encode,
     encode_frames,
 )
-from navi_contracts import testing as strategies
 from navi_contracts.codec import MAX_HEADER_BYTES
 from navi_contracts.samples import sample_distance_matrix, sample_step_result, sample_telemetry
 
@@ -162,7 +162,7 @@ def test_malformed_headers_are_named_in_the_error(overrides: dict[str, Any], mes
         (VALID_MASK, b"\x02\x00\x01\x00", "valid_mask: bool data must be bytes 0 or 1"),
         (DEPTH, struct.pack("<4f", 0, 0, 0, 2.0), r"depth: must be <= 1.0"),
         (DELTA, struct.pack("<4f", 0, 0, float("nan"), 0), "delta_depth: must be finite"),
-        (POSITION, struct.pack("<3f", 0, float("inf"), 0), "poses: RobotPose.position: must be finite"),
+        (POSITION, struct.pack("<3f", 0, float("inf"), 0), "DistanceMatrix.poses.position: must be finite"),
     ],
 )
 def test_bad_array_values_are_named_in_the_error(index: int, data: bytes, message: str) -> None:

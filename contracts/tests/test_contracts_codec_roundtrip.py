@@ -12,6 +12,7 @@ from typing import Any
 import msgpack
 import numpy as np
 import pytest
+import wire_strategies as strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +32,6 @@ from navi_contracts import (
     encode,
     encode_frames,
 )
-from navi_contracts import testing as strategies
 from navi_contracts.model_base import array_specs, nested_models
 from navi_contracts.samples import sample_distance_matrix, sample_telemetry
 

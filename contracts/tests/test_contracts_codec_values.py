@@ -17,11 +17,11 @@ from typing import Any
 import msgpack
 import numpy as np
 import pytest
+import wire_strategies as strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from navi_contracts import ContractError, WireModel, decode_frames, encode_frames
-from navi_contracts import testing as strategies
 from navi_contracts.models import MODELS_BY_KIND
 from navi_contracts.samples import sample_action, sample_distance_matrix, sample_step_result, sample_telemetry
 

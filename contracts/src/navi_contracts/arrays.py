@@ -53,7 +53,8 @@ class ArraySpec:
         object.__setattr__(self, "named_axes", named)
         fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
         object.__setattr__(self, "_fixed", fixed)
-        object.__setattr__(self, "_ranged", self.finite or self.low is not None or self.high is not None)
+        ranged = self.finite or self.low is not None or self.high is not None
+        object.__setattr__(self, "_ranged", ranged and np_dtype.kind in "fiu")  # bools have no range
         object.__setattr__(self, "_unsigned_bound", _unsigned_bound(self))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
@@ -75,8 +76,7 @@ class ArraySpec:
         Raises:
             ValueError: wrong dtype, rank, fixed axis size or value range.
         """
-        exact = type(value) is np.ndarray and value.dtype == self.np_dtype
-        array = value if exact else self._coerce(value)
+        array = value if type(value) is np.ndarray and value.dtype == self.np_dtype else self._coerce(value)
         shape = array.shape
         if len(shape) != len(self.dims):
             raise ValueError(f"expected {len(self.dims)} dimensions {self.dims}, got shape {shape}")
@@ -112,8 +112,7 @@ class ArraySpec:
         return array.astype(expected)
 
     def _check_range(self, array: np.ndarray) -> None:
-        if array.dtype.kind not in "fiu":
-            return
+        """Raise unless every value of ``array`` (of this spec's dtype) is finite and within bounds."""
         if array.size <= _SMALL:
             # A few elements (poses, actions): Python floats beat two ufunc calls. The sum is one C
             # loop and is finite exactly when every value is (float32/int values cannot overflow a
@@ -132,12 +131,8 @@ class ArraySpec:
             # Non-negative float32 bit patterns order like the floats; NaN, infinities and anything
             # with the sign bit set (negatives, -0.0) read as larger than the bound. One integer
             # pass accepts [0, high]; only a flagged array pays for the exact check below.
-            bound = self._unsigned_bound
-            if (
-                bound is not None
-                and array.dtype == _FLOAT32
-                and _maximum(array.view(np.uint32), axis=None) <= bound
-            ):
+            bound = self._unsigned_bound  # set only for float32 specs, and array has the spec's dtype
+            if bound is not None and _maximum(array.view(np.uint32), axis=None) <= bound:
                 return
             # ufunc.reduce directly (not ndarray.min): this runs on every decoded observation.
             lowest = float(_minimum(array, axis=None))

@@ -31,9 +31,10 @@ from typing import Any, TypeVar, overload
 
 import msgpack
 import numpy as np
+from pydantic import ValidationError
 
 from navi_contracts.arrays import ArraySpec
-from navi_contracts.errors import ContractError
+from navi_contracts.errors import ContractError, format_validation_error
 from navi_contracts.model_base import WireModel, array_specs, nested_models
 from navi_contracts.models import MODELS_BY_KIND
 from navi_contracts.settings import ContractLimits
@@ -90,17 +91,11 @@ def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
     return [packed, *(array.data for array in arrays)]
 
 
-_SCALAR, _ARRAY, _NESTED = 0, 1, 2
-
-
 @cache
-def _field_roles(cls: type[WireModel]) -> tuple[tuple[str, int], ...]:
-    """(field name, scalar / array / nested model) for every field of ``cls``, in field order."""
+def _field_roles(cls: type[WireModel]) -> tuple[tuple[str, ArraySpec | type[WireModel] | None], ...]:
+    """(field name, its ArraySpec, nested model class, or None for a scalar) per field of ``cls``."""
     specs, nested = array_specs(cls), nested_models(cls)
-    return tuple(
-        (name, _ARRAY if name in specs else _NESTED if name in nested else _SCALAR)
-        for name in cls.model_fields
-    )
+    return tuple((name, specs.get(name) or nested.get(name)) for name in cls.model_fields)
 
 
 def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
@@ -112,11 +107,12 @@ def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
     header: dict[str, Any] = {"kind": cls.WIRE_KIND}
     for name, role in _field_roles(cls):
         value = values[name]
-        if value is None or role == _SCALAR:
+        if value is None or role is None:
             header[name] = value
-        elif role == _ARRAY:
-            dtype = value.dtype.str
-            if dtype[0] not in "<|" or not value.flags.c_contiguous:
+        elif type(role) is ArraySpec:
+            if value.dtype == role.np_dtype and value.flags.c_contiguous and not _BIG_ENDIAN_HOST:
+                dtype = role.wire_dtype  # the usual case: a validated array, sent as it is
+            else:
                 value = _wire_array(value)
                 dtype = value.dtype.str
             header[name] = {"dtype": dtype, "shape": list(value.shape)}
@@ -258,9 +254,13 @@ def decode_frames(
     array_frames = iter(views[1:])
     try:
         cls = _model_class(header, expected)
-        model = cls(**_decode_fields(header, cls, limits, array_frames, cls.__name__))
+        fields = _decode_fields(header, cls, limits, array_frames, cls.__name__)
+        # The constructor's validation, entered directly (``cls(**fields)`` repacks the map twice).
+        model = cls.model_validate(fields)
     except ContractError:
         raise
+    except ValidationError as exc:  # what the constructor would say: one line per problem
+        raise ContractError(format_validation_error(cls.__name__, exc)) from None
     except _UNEXPECTED as exc:
         raise ContractError(f"undecodable message: {type(exc).__name__}: {exc}") from exc
     unused = len(list(array_frames))

@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from navi_contracts.arrays import ArraySpec
-from navi_contracts.errors import ContractError
+from navi_contracts.errors import ContractError, format_validation_error
 
 SCHEMA_VERSION = 2
 """Version of every model in this release; matches the ``_v2`` topic suffix."""
@@ -41,6 +41,12 @@ class WireModel(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise ContractError(format_validation_error(type(self).__name__, exc)) from None
+
+    # Pydantic calls a custom __init__ again for every nested model built from a map, validating it
+    # twice and wrapping its errors in a second ContractError. This __init__ only translates the
+    # error, so pydantic may treat it as its own (its marker for BaseModel.__init__): nested models are
+    # validated once, and their errors name the full path (``DistanceMatrix.poses.yaw``).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @field_validator("schema_version")
     @classmethod
@@ -72,12 +78,13 @@ class WireModel(BaseModel):
         """
         bindings = dict(bound) if bound else {}
         values = self.__dict__
-        for name, spec in array_specs(type(self)).items():
+        for name, named_axes in _named_axes(type(self)):
             array = values[name]
             if array is None:
                 continue
-            for axis, dim in spec.named_axes:
-                if bindings.setdefault(dim, array.shape[axis]) != array.shape[axis]:
+            shape = array.shape
+            for axis, dim in named_axes:
+                if bindings.setdefault(dim, shape[axis]) != shape[axis]:
                     raise ValueError(self._dims_error(name, dim, bound or {}))
         return bindings
 
@@ -115,6 +122,12 @@ def array_specs(model: type[WireModel]) -> dict[str, ArraySpec]:
 
 
 @cache
+def _named_axes(model: type[WireModel]) -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
+    """(field, its named axes) for the array fields of ``model`` that have named axes."""
+    return tuple((name, spec.named_axes) for name, spec in array_specs(model).items() if spec.named_axes)
+
+
+@cache
 def nested_models(model: type[WireModel]) -> dict[str, type[WireModel]]:
     """Field name -> nested WireModel class, for fields typed ``SomeModel`` or ``SomeModel | None``."""
     nested: dict[str, type[WireModel]] = {}
@@ -139,13 +152,3 @@ def values_equal(left: Any, right: Any) -> bool:
     if isinstance(left, float) and isinstance(right, float) and math.isnan(left) and math.isnan(right):
         return True
     return bool(left == right)
-
-
-def format_validation_error(owner: str, exc: ValidationError) -> str:
-    """One readable line per pydantic error: ``Owner.field.sub: message``."""
-    lines = []
-    for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        lines.append(f"{owner}.{location}: {message}" if location else f"{owner}: {message}")
-    return "; ".join(lines)

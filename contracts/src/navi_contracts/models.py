@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Self
+from typing import Annotated, Self
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -264,6 +264,3 @@ MODELS: tuple[type[WireModel], ...] = (
 MODELS_BY_KIND: dict[str, type[WireModel]] = {model.WIRE_KIND: model for model in MODELS}
 
 
-def model_for_kind(kind: Any) -> type[WireModel] | None:
-    """The model class whose ``WIRE_KIND`` is ``kind``, or None."""
-    return MODELS_BY_KIND.get(kind) if isinstance(kind, str) else None

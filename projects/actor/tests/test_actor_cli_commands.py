@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from navi_actor.cli import brain_main, main
 
 TINY = [
-    "--env", "point", "--actors", "2", "--torch-threads", "1",
+    "--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1",
 ]  # fmt: skip
 
 
@@ -143,18 +143,18 @@ def test_help_explains_the_train_options(tmp_path: Path) -> None:
     text = invoke(tmp_path, "train", "--help").output
     for option in (
         "--total-steps",
-        "--actors",
+        "--num-actors",
         "--rollout-length",
         "--device",
         "--encoder-backend",
         "--temporal-core",
         "--checkpoint",
         "--no-auto-resume",
-        "--checkpoint-every",
-        "--keep-checkpoints",
+        "--checkpoint-every-steps",
+        "--checkpoint-keep",
         "--seed",
         "--gmdag-file",
         "--corpus",
-        "--telemetry-pub",
+        "--telemetry-endpoint",
     ):
         assert option in text

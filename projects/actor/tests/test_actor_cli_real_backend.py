@@ -39,7 +39,7 @@ def test_train_then_evaluate_on_a_real_scene(tmp_path: Path, tiny_scene: Path) -
         "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
         "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
     }
-    common = ["--gmdag-file", str(tiny_scene), "--actors", "2", "--torch-threads", "1"]
+    common = ["--gmdag-file", str(tiny_scene), "--num-actors", "2", "--torch-threads", "1"]
     runner = CliRunner()
     trained = runner.invoke(
         main,

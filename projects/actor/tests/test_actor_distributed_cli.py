@@ -38,7 +38,17 @@ def test_backend_ray_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delitem(sys.modules, "ray", raising=False)
     monkeypatch.setattr(builtins, "__import__", no_ray)
     result = CliRunner().invoke(
-        main, ["train", "--backend", "ray", "--env", "point", "--no-telemetry", "--total-steps", "8"]
+        main,
+        [
+            "train",
+            "--backend",
+            "ray",
+            "--environment-backend",
+            "point",
+            "--no-telemetry",
+            "--total-steps",
+            "8",
+        ],
     )
     assert result.exit_code != 0
     assert "uv sync --extra distributed" in result.output

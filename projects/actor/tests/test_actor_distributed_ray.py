@@ -195,7 +195,17 @@ def test_cli_backend_ray_trains_into_the_same_artifacts(pool: WorkerPool, tmp_pa
         "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
         "NAVI_ACTOR_DISTRIBUTED__WORKER_CPUS": "0.5",
     }
-    args = ["train", "--backend", "ray", "--num-workers", "2", "--env", "point", "--actors", "2"]
+    args = [
+        "train",
+        "--backend",
+        "ray",
+        "--num-workers",
+        "2",
+        "--environment-backend",
+        "point",
+        "--num-actors",
+        "2",
+    ]
     args += ["--rollout-length", "16", "--total-steps", "128", "--temporal-core", "gru", "--no-telemetry"]
     try:
         result = CliRunner().invoke(main, args, env=env, catch_exceptions=False)

@@ -43,7 +43,16 @@ def _checkpoint(path: Path, **config: int) -> Path:
 
 def test_infer_runs_a_checkpoint_for_the_requested_steps(tmp_path: Path) -> None:
     path = _checkpoint(tmp_path / "p.pt")
-    args = ["--checkpoint", str(path), "--env", "point", "--actors", "2", "--total-steps", "12"]
+    args = [
+        "--checkpoint",
+        str(path),
+        "--environment-backend",
+        "point",
+        "--num-actors",
+        "2",
+        "--total-steps",
+        "12",
+    ]
     result = CliRunner().invoke(infer, [*args, "--no-telemetry", "--torch-threads", "1"])
     assert result.exit_code == 0, result.output
     assert "infer: 12 steps x 2 drones" in result.output and "policy p" in result.output
@@ -51,7 +60,16 @@ def test_infer_runs_a_checkpoint_for_the_requested_steps(tmp_path: Path) -> None
 
 def test_infer_stops_after_the_requested_episodes(tmp_path: Path) -> None:
     path = _checkpoint(tmp_path / "p.pt")
-    args = ["--checkpoint", str(path), "--env", "point", "--actors", "3", "--episodes", "4"]
+    args = [
+        "--checkpoint",
+        str(path),
+        "--environment-backend",
+        "point",
+        "--num-actors",
+        "3",
+        "--episodes",
+        "4",
+    ]
     result = CliRunner().invoke(infer, [*args, "--no-telemetry"])
     assert result.exit_code == 0, result.output
     finished = int(result.output.split(" episodes finished")[0].rsplit(" ", 1)[1])
@@ -60,7 +78,9 @@ def test_infer_stops_after_the_requested_episodes(tmp_path: Path) -> None:
 
 def test_infer_refuses_a_checkpoint_for_another_sensor(tmp_path: Path) -> None:
     path = _checkpoint(tmp_path / "wide.pt", azimuth=64, elevation=16)
-    result = CliRunner().invoke(infer, ["--checkpoint", str(path), "--env", "point", "--no-telemetry"])
+    result = CliRunner().invoke(
+        infer, ["--checkpoint", str(path), "--environment-backend", "point", "--no-telemetry"]
+    )
     assert result.exit_code != 0
     assert "expects observations (3, 64, 16)" in result.output
 

@@ -23,7 +23,8 @@ TINY_ENV = {
     "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
 }
 TRAIN = [
-    "train", "--env", "point", "--actors", "2", "--torch-threads", "1", "--temporal-core", "gru",
+    "train", "--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1",
+    "--temporal-core", "gru",
     "--total-steps", "48", "--rollout-length", "8", "--no-telemetry", "--no-auto-resume", "--seed", "1",
 ]  # fmt: skip
 

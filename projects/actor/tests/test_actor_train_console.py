@@ -26,8 +26,9 @@ TINY_ENV = {
     "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
     "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
 }
-TRAIN = ["train", "--env", "point", "--actors", "2", "--torch-threads", "1", "--temporal-core", "gru",
-         "--total-steps", "64", "--rollout-length", "16", "--no-telemetry"]  # fmt: skip
+TRAIN = ["train", "--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1",
+         "--temporal-core", "gru", "--total-steps", "64", "--rollout-length", "16",
+         "--no-telemetry"]  # fmt: skip
 
 
 pytestmark = pytest.mark.usefixtures("restore_process_state")

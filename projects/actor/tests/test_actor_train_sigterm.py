@@ -39,9 +39,9 @@ def _wait_for(predicate: object, seconds: float) -> None:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_ends_training_with_a_final_checkpoint_and_exit_0(tmp_path: Path, signum: int) -> None:
     env = {**os.environ, **TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
-    command = [sys.executable, "-c", "from navi_actor.cli import main; main()", "train", "--env", "point",
-               "--actors", "2", "--torch-threads", "1", "--temporal-core", "gru", "--rollout-length", "16",
-               "--no-telemetry"]  # fmt: skip
+    command = [sys.executable, "-c", "from navi_actor.cli import main; main()", "train",
+               "--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1",
+               "--temporal-core", "gru", "--rollout-length", "16", "--no-telemetry"]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: any(p.stat().st_size > 0 for p in tmp_path.glob("runs/*/metrics.jsonl")), 120)

@@ -12,24 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
+from navi_actor.config import ActorSettings
+from navi_contracts import cli_options
+from navi_contracts.cli_options import field_option, settings_kwargs, settings_options
+
+ENV_FIELDS = ("environment.gmdag_file", "environment.corpus", "rollout.num_actors", "train.device",
+              "train.torch_threads")  # fmt: skip
+"""Settings every command that builds an environment exposes, each as ``--<field>``
+(:mod:`navi_contracts.cli_options`); ``environment.backend`` is ``--environment-backend``
+(``--backend`` is ``train.backend``)."""
 _ENV_OPTIONS = [
-    click.option(
-        "--gmdag-file", type=click.Path(path_type=Path, dir_okay=False), help="Use this one .gmdag scene."
-    ),
-    click.option(
-        "--corpus", type=click.Path(path_type=Path, file_okay=False), help="Corpus folder of .gmdag scenes."
-    ),
-    click.option(
-        "--env",
-        "env_backend",
-        type=click.Choice(["sdfdag", "point"]),
-        help="Environment: sdfdag (the simulator, default) or point (a tiny toy for smoke tests).",
-    ),
-    click.option("--actors", type=int, help="Drones stepped together (default 4)."),
-    click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ..."),
-    click.option("--torch-threads", type=int, help="torch intra-op threads (1 is fastest on a busy CPU)."),
+    *(field_option(ActorSettings, path) for path in ENV_FIELDS),
+    field_option(ActorSettings, "environment.backend", grouped=True),
 ]
 
 
@@ -42,46 +37,9 @@ def _with_options(options: list[Any]) -> Any:
     return decorate
 
 
-def _nested(**groups: dict[str, Any]) -> dict[str, Any]:
-    """Drop unset (None) CLI values so they do not override environment variables or defaults."""
-    merged: dict[str, Any] = {}
-    for name, values in groups.items():
-        kept = {key: value for key, value in values.items() if value is not None}
-        if kept:
-            merged[name] = kept
-    return merged
-
-
 def build_settings(**kwargs: Any) -> Any:
-    """``ActorSettings(**kwargs)`` with validation errors turned into a readable ClickException."""
-    from navi_actor.config import ActorSettings
-
-    try:
-        return ActorSettings(**kwargs)
-    except ValidationError as error:
-        lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in error.errors()]
-        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
-
-
-def _common_settings(
-    *,
-    gmdag_file: Path | None,
-    corpus: Path | None,
-    env_backend: str | None,
-    actors: int | None,
-    device: str | None,
-    torch_threads: int | None,
-    **extra: Any,
-) -> dict[str, Any]:
-    groups: dict[str, dict[str, Any]] = {
-        "environment": {"gmdag_file": gmdag_file, "corpus": corpus, "backend": env_backend},
-        "rollout": {"num_actors": actors},
-        "train": {"device": device, "torch_threads": torch_threads},
-    }
-    for key, value in extra.items():
-        group, _, field = key.partition("__")
-        groups.setdefault(group, {})[field] = value
-    return _nested(**groups)
+    """``ActorSettings(**kwargs)``; invalid values are one usage-error line."""
+    return cli_options.build_settings(ActorSettings, **kwargs)
 
 
 def _start(settings: Any, console_level: str | None = None) -> None:
@@ -134,65 +92,25 @@ def main() -> None:
     """Navi actor: train the drone policy with PPO and manage checkpoints."""
 
 
+TRAIN_FIELDS = ("train.total_steps", "train.max_minutes", "rollout.rollout_length", "encoder_backend",
+                "temporal_core", "train.seed", "telemetry.keys", "train.backend", "distributed.address",
+                "distributed.num_workers", "train.logger")  # fmt: skip
+"""Settings ``train`` exposes as ``--<field>``; a new one needs only its path here."""
+TRAIN_GROUPED = ("checkpoint.every_steps", "checkpoint.keep", "telemetry.endpoint")
+"""Settings ``train`` exposes as ``--<group>-<field>`` (the field's name alone says too little)."""
+
+
 @main.command()
-@click.option(
-    "--total-steps", type=int, help="Environment steps (all drones) to train; default: until Ctrl+C."
-)
-@click.option("--max-minutes", type=float, help="Stop after this many minutes of training.")
-@click.option("--rollout-length", type=int, help="Steps per drone between updates (default 128).")
-@click.option("--encoder-backend", help="Observation encoder: rayvit (default) or spherical_cnn.")
-@click.option("--temporal-core", help="Recurrent core: mamba2 (default), gru or mambapy.")
+@settings_options(ActorSettings, TRAIN_FIELDS, grouped=TRAIN_GROUPED)
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="Continue from this checkpoint instead of the registry's latest.",
 )
 @click.option("--no-auto-resume", is_flag=True, help="Start a fresh policy even if the registry has one.")
-@click.option("--checkpoint-every", type=int, help="Environment steps between checkpoints.")
-@click.option("--keep-checkpoints", type=int, help="Checkpoints kept per run.")
-@click.option("--seed", type=int, help="Seed for torch, the environment and minibatch shuffles.")
-@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://127.0.0.1:5557).")
-@click.option(
-    "--keys", type=click.Path(path_type=Path, file_okay=False), help="CURVE keys folder: secure telemetry."
-)
 @click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
-@click.option(
-    "--backend",
-    type=click.Choice(["local", "ray"]),
-    help="local: step in-process (default); ray: Ray rollout workers (needs the 'distributed' extra).",
-)
-@click.option(
-    "--address",
-    help="Ray cluster for --backend ray: 'auto' or 'ray://HOST:PORT' (default: start a local one).",
-)
-@click.option("--num-workers", type=int, help="Ray rollout workers for --backend ray (default 2).")
-@click.option(
-    "--logger",
-    type=click.Choice(["none", "tensorboard", "wandb"]),
-    help="Also write the metrics to TensorBoard (<run>/tensorboard/) or W&B (offline unless logged in).",
-)
 @_with_options(_ENV_OPTIONS)
-def train(
-    *,
-    total_steps: int | None,
-    max_minutes: float | None,
-    rollout_length: int | None,
-    encoder_backend: str | None,
-    temporal_core: str | None,
-    checkpoint: Path | None,
-    no_auto_resume: bool,
-    checkpoint_every: int | None,
-    keep_checkpoints: int | None,
-    seed: int | None,
-    telemetry_pub: str | None,
-    keys: Path | None,
-    no_telemetry: bool,
-    backend: str | None,
-    address: str | None,
-    num_workers: int | None,
-    logger: str | None,
-    **env_options: Any,
-) -> None:
+def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, **options: Any) -> None:
     """Train the policy in-process with PPO (runs until Ctrl+C or --total-steps).
 
     Continues from the registry's latest model unless --checkpoint or --no-auto-resume is given;
@@ -205,26 +123,9 @@ def train(
     from navi_actor.telemetry import TrainingTelemetry
     from navi_contracts.logging import remembering_events
 
-    values = _common_settings(
-        **env_options,
-        train__total_steps=total_steps,
-        train__max_minutes=max_minutes,
-        train__seed=seed,
-        rollout__rollout_length=rollout_length,
-        checkpoint__every_steps=checkpoint_every,
-        checkpoint__keep=keep_checkpoints,
-        checkpoint__auto_resume=False if no_auto_resume else None,
-        telemetry__endpoint=telemetry_pub,
-        telemetry__enabled=False if no_telemetry else None,
-        telemetry__keys=keys,
-        train__backend=backend,
-        distributed__address=address,
-        distributed__num_workers=num_workers,
-        train__logger=logger,
-    )
-    selectors = {"encoder_backend": encoder_backend, "temporal_core": temporal_core}
-    # Only selectors the user typed: an explicit None would outrank NAVI_ACTOR_* and .env.
-    settings = build_settings(**{k: v for k, v in selectors.items() if v is not None}, **values)
+    options["checkpoint__auto_resume"] = False if no_auto_resume else None
+    options["telemetry__enabled"] = False if no_telemetry else None
+    settings = build_settings(**settings_kwargs(options))
     console, console_level = _training_console(settings)
     _start(settings, console_level)
     _stop_on_sigterm()
@@ -362,7 +263,7 @@ def _evaluation_environment(env_options: dict[str, Any]) -> tuple[Any, Any]:
     """(settings, environment) for evaluate/compare, built from the same settings as training."""
     from navi_actor.runners.env_factory import build_environment
 
-    settings = build_settings(**_common_settings(**env_options))
+    settings = build_settings(**settings_kwargs(env_options))
     _start(settings)
     return settings, _environment_or_refusal(build_environment, settings).env
 

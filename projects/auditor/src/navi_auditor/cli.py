@@ -11,17 +11,17 @@ from navi_auditor.explorer.command import explore_main
 from navi_auditor.settings import AuditorSettings
 from navi_auditor.streams.commands import inspect, record, replay
 from navi_contracts import configure_logging
+from navi_contracts.cli_options import build_settings, settings_kwargs, settings_options
 
 __all__ = ["explore_main", "main"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--log-level", default=None, help="debug, info, warning, error [info].")
+@settings_options(AuditorSettings, ["log_level"])
 @click.pass_context
-def main(ctx: click.Context, log_level: str | None) -> None:
+def main(ctx: click.Context, **options: Any) -> None:
     """Navi auditor: record and replay ZeroMQ sessions, fly the explorer, check demonstrations."""
-    values: dict[str, Any] = {"log_level": log_level} if log_level else {}
-    settings = AuditorSettings(**values)
+    settings = build_settings(AuditorSettings, **settings_kwargs(options))
     if ctx.invoked_subcommand != "explore":  # the explorer configures logging for its terminal itself
         configure_logging(settings.log_level, settings.log_json)
     ctx.obj = settings

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
 
 def environment_settings(horizon: float | None) -> Any:
     """``EnvironmentSettings`` with CLI overrides; also configures logging from them.
@@ -16,17 +14,12 @@ def environment_settings(horizon: float | None) -> Any:
     Returns:
         The resolved :class:`~navi_environment.config.EnvironmentSettings`.
     """
-    from pydantic import ValidationError
-
+    from navi_contracts.cli_options import build_settings
     from navi_contracts.logging import configure_logging
     from navi_environment.config import EnvironmentSettings
 
-    try:
-        # a dict for a nested group is deep-merged with env/.env values by pydantic-settings
-        overrides: dict[str, Any] = {"sensor": {"horizon_m": horizon}} if horizon else {}
-        settings = EnvironmentSettings(**overrides)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise click.UsageError(f"invalid settings: {problems}") from error
+    # a dict for a nested group is deep-merged with env/.env values by pydantic-settings
+    overrides: dict[str, Any] = {"sensor": {"horizon_m": horizon}} if horizon else {}
+    settings = build_settings(EnvironmentSettings, **overrides)
     configure_logging(settings.log_level, settings.log_json, production=False)
     return settings

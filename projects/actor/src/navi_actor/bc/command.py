@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from navi_actor.config import ActorSettings
+from navi_contracts.cli_options import settings_kwargs, settings_options
+
 if TYPE_CHECKING:
     from navi_actor.bc.trainer import BCHistory
 
@@ -35,27 +38,19 @@ def imitation_report(history: BCHistory) -> tuple[str, str | None]:
     return line, None
 
 
+BC_FIELDS = ("bc.demonstrations", "bc.epochs", "bc.sequence_length", "bc.streams", "bc.learning_rate",
+             "bc.holdout_fraction", "bc.log_std", "encoder_backend", "temporal_core", "train.device",
+             "train.seed", "train.torch_threads", "train.artifacts_dir")  # fmt: skip
+"""Settings ``bc-pretrain`` exposes as ``--<field>`` (:mod:`navi_contracts.cli_options`)."""
+
+
 @click.command("bc-pretrain", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--demonstrations", type=click.Path(path_type=Path, file_okay=False),
-              help="Folder of .npz demonstrations [artifacts/demonstrations].")  # fmt: skip
 @click.option("--checkpoint", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="Start from this checkpoint (recorded as the parent) [a fresh policy].")  # fmt: skip
-@click.option("--epochs", type=int, help="Passes over the training episodes [10].")
-@click.option("--sequence-length", type=int, help="BPTT window length [32].")
-@click.option("--streams", type=int, help="Parallel BPTT rows per optimiser step [16].")
-@click.option("--learning-rate", type=float, help="Adam learning rate [3e-4].")
-@click.option("--holdout-fraction", type=float, help="Share of episodes held out to score imitation [0.1].")
-@click.option("--log-std", type=float, help="Frozen action log-std [the policy's own].")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="Checkpoint file [run folder].")
 @click.option("--promote", is_flag=True, help="Also promote the checkpoint into the model registry.")
-@click.option("--encoder-backend", help="Encoder of a fresh policy: rayvit or spherical_cnn.")
-@click.option("--temporal-core", help="Core of a fresh policy: mamba2, gru or mambapy.")
-@click.option("--device", help="torch device [cpu].")
-@click.option("--seed", type=int, help="Seed of weights, shuffles and the held-out split [0].")
-@click.option("--torch-threads", type=int, help="torch intra-op threads.")
-@click.option("--artifacts-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Where runs and the model registry live [<repo>/artifacts].")  # fmt: skip
-def bc_pretrain(**options: Any) -> None:
+@settings_options(ActorSettings, BC_FIELDS)
+def bc_pretrain(*, checkpoint: Path | None, out: Path | None, promote: bool, **options: Any) -> None:
     """Pre-train the policy by behaviour cloning on recorded demonstrations.
 
     Trains the same policy PPO uses (encoder -> temporal core -> heads) with truncated BPTT over
@@ -71,24 +66,7 @@ def bc_pretrain(**options: Any) -> None:
     from navi_actor.registry import ModelRegistry
     from navi_contracts import artifacts_root, configure_logging
 
-    bc_keys = (
-        "demonstrations",
-        "epochs",
-        "sequence_length",
-        "streams",
-        "learning_rate",
-        "holdout_fraction",
-        "log_std",
-    )
-    bc_values = {key: options[key] for key in bc_keys if options[key] is not None}
-    train_keys = ("device", "seed", "torch_threads", "artifacts_dir")
-    train_values = {key: options[key] for key in train_keys if options[key] is not None}
-    selectors = {
-        key: options[key] for key in ("encoder_backend", "temporal_core") if options[key] is not None
-    }
-    groups = {"bc": bc_values, "train": train_values}
-    values: dict[str, Any] = {**selectors, **{name: group for name, group in groups.items() if group}}
-    settings = build_settings(**values)  # CLI values beat NAVI_ACTOR_BC__* / .env
+    settings = build_settings(**settings_kwargs(options))  # CLI values beat NAVI_ACTOR_BC__* / .env
     config = settings.bc
     try:
         check_device(settings.train.device)
@@ -104,7 +82,7 @@ def bc_pretrain(**options: Any) -> None:
     try:
         result = run_pretrain(
             config, settings.policy_config(), demonstrations=demonstrations, runs_root=artifacts / "runs",
-            parent=options["checkpoint"], out=options["out"],
+            parent=checkpoint, out=out,
             device=settings.train.device, seed=settings.train.seed,
             settings_json={"actor": settings.model_dump(mode="json")},
         )  # fmt: skip
@@ -115,7 +93,7 @@ def bc_pretrain(**options: Any) -> None:
     click.echo(f"bc checkpoint: {result.checkpoint}\n{line}")
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
-    if options["promote"]:
+    if promote:
         entry = ModelRegistry(artifacts / "models").promote(
             result.checkpoint, notes="bc-pretrain", tags=["bc"]
         )

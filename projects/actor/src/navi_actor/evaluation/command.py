@@ -31,7 +31,9 @@ def resolve_policy(spec: str, env: Any, device: str) -> tuple[Any, bool]:
     if spec in ("heuristic", "frontier"):
         settings = getattr(env, "settings", None)
         if settings is None:
-            raise click.ClickException(f"the {spec} policy flies only in the simulator (--env sdfdag)")
+            raise click.ClickException(
+                f"the {spec} policy flies only in the simulator (--environment-backend sdfdag)"
+            )
         if spec == "heuristic":
             return baselines.ReactiveHeuristic(horizon_m=settings.sensor.horizon_m), False
         return baselines.FrontierPolicy(settings, env.num_actors), False

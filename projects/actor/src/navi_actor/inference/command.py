@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import click
+
+from navi_actor.service.brain_settings import BrainSettings
+from navi_contracts.cli_options import settings_kwargs, settings_options
+
+INFER_FIELDS = ("inference.total_steps", "inference.episodes", "inference.seed", "telemetry.keys",
+                "environment.gmdag_file", "environment.corpus", "rollout.num_actors", "train.device",
+                "train.torch_threads")  # fmt: skip
+"""Settings ``infer`` exposes as ``--<field>`` (:mod:`navi_contracts.cli_options`)."""
+INFER_GROUPED = ("telemetry.endpoint", "environment.backend")
+"""Settings ``infer`` exposes as ``--<group>-<field>``."""
 
 
 @click.command("infer", context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,37 +26,9 @@ import click
     help="Policy checkpoint (default: the registry's latest model, else a fresh policy with a warning).",
 )
 @click.option("--deterministic/--stochastic", default=None, help="Act with the mean (default) or sample.")
-@click.option("--total-steps", type=int, help="Stop after this many batched steps.")
-@click.option("--episodes", type=int, help="Stop once this many episodes have finished.")
-@click.option("--seed", type=int, help="Environment reset seed (default 0).")
-@click.option("--telemetry-pub", help="Telemetry PUB bind endpoint (default tcp://127.0.0.1:5557).")
-@click.option(
-    "--keys", type=click.Path(path_type=Path, file_okay=False), help="CURVE keys folder: secure telemetry."
-)
 @click.option("--no-telemetry", is_flag=True, help="Do not open the telemetry socket.")
-@click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False), help="Fly in this scene.")
-@click.option("--corpus", type=click.Path(path_type=Path, file_okay=False), help="Corpus folder of scenes.")
-@click.option("--env", "env_backend", type=click.Choice(["sdfdag", "point"]), help="Environment backend.")
-@click.option("--actors", type=int, help="Drones flown together (default 4).")
-@click.option("--device", help="torch device: cpu (default), cuda, ...")
-@click.option("--torch-threads", type=int, help="torch intra-op threads.")
-def infer(
-    *,
-    checkpoint: Path | None,
-    deterministic: bool | None,
-    total_steps: int | None,
-    episodes: int | None,
-    seed: int | None,
-    telemetry_pub: str | None,
-    keys: Path | None,
-    no_telemetry: bool,
-    gmdag_file: Path | None,
-    corpus: Path | None,
-    env_backend: str | None,
-    actors: int | None,
-    device: str | None,
-    torch_threads: int | None,
-) -> None:
+@settings_options(BrainSettings, INFER_FIELDS, grouped=INFER_GROUPED)
+def infer(*, checkpoint: Path | None, deterministic: bool | None, no_telemetry: bool, **options: Any) -> None:
     """Fly the policy in the simulator in-process: pure inference, never a gradient step.
 
     Publishes actor.inference.stats events (steps/s, latency p50/p99, episodes, mean return) and
@@ -62,18 +45,9 @@ def infer(
     from navi_contracts.curve import load_keys
     from navi_contracts.telemetry_names import INFERENCE_SOURCE
 
-    settings = build_brain_settings(
-        inference={
-            "deterministic": deterministic,
-            "total_steps": total_steps,
-            "episodes": episodes,
-            "seed": seed,
-        },
-        telemetry={"endpoint": telemetry_pub, "enabled": False if no_telemetry else None, "keys": keys},
-        environment={"gmdag_file": gmdag_file, "corpus": corpus, "backend": env_backend},
-        rollout={"num_actors": actors},
-        train={"device": device, "torch_threads": torch_threads},
-    )
+    options["inference__deterministic"] = deterministic
+    options["telemetry__enabled"] = False if no_telemetry else None
+    settings = build_brain_settings(**settings_kwargs(options))
     start_process(settings)
     config = settings.inference
     try:

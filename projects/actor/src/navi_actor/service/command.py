@@ -13,23 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
+
+from navi_contracts.cli_options import build_settings, settings_kwargs
 
 
 def build_brain_settings(**groups: dict[str, Any]) -> Any:
-    """``BrainSettings`` from CLI values (None values dropped), errors as a readable ClickException."""
+    """``BrainSettings`` from CLI values per group (None values dropped); bad values: one usage error."""
     from navi_actor.service.brain_settings import BrainSettings
 
-    kwargs: dict[str, Any] = {
-        name: kept
-        for name, values in groups.items()
-        if (kept := {key: value for key, value in values.items() if value is not None})
-    }
-    try:
-        return BrainSettings(**kwargs)
-    except ValidationError as error:
-        lines = [f"  {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in error.errors()]
-        raise click.ClickException("invalid settings:\n" + "\n".join(lines)) from error
+    flat = {f"{group}__{name}": value for group, values in groups.items() for name, value in values.items()}
+    return build_settings(BrainSettings, **settings_kwargs(flat))
 
 
 SERVICE_TORCH_THREADS = 1

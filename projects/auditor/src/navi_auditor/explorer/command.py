@@ -20,6 +20,7 @@ from navi_auditor.explorer.terminal import Terminal
 from navi_auditor.provenance import provenance
 from navi_auditor.settings import AuditorSettings
 from navi_contracts import Publisher, artifacts_root, configure_logging
+from navi_contracts.cli_options import build_settings, settings_kwargs, settings_options
 from navi_contracts.curve import KeysError, load_keys
 from navi_contracts.signals import on_termination, set_event
 
@@ -90,9 +91,10 @@ def make_autopilot(
     return Autopilot(settings.autopilot, sensor.horizon_m, sensor.azimuth_bins, sensor.elevation_bins, device)
 
 
-def _explore_overrides(options: dict[str, Any]) -> dict[str, Any]:
-    """CLI values that were given (None = not given), as the ``explore`` group's init kwargs."""
-    return {key: value for key, value in options.items() if value is not None}
+EXPLORE_FIELDS = ("explore.gmdag_file", "explore.corpus", "explore.max_steps", "explore.max_scenes",
+                  "explore.seed", "explore.step_hz", "explore.autopilot_hz", "explore.color",
+                  "explore.device")  # fmt: skip
+"""Settings ``explore`` exposes as ``--<field>`` (:mod:`navi_contracts.cli_options`)."""
 
 
 def _open_session(
@@ -124,12 +126,7 @@ def _open_session(
 @click.option(
     "--out", type=click.Path(path_type=Path, dir_okay=False), help="Demonstration file (with --record)."
 )
-@click.option("--gmdag-file", type=click.Path(path_type=Path), help="Fly this one .gmdag scene.")
-@click.option(
-    "--corpus", type=click.Path(path_type=Path), help="Fly every .gmdag of this folder, in name order."
-)
-@click.option("--max-steps", type=int, help="Steps per scene before the next scene [2000].")
-@click.option("--max-scenes", type=int, help="Stop after this many scenes [all].")
+@settings_options(AuditorSettings, EXPLORE_FIELDS)
 @click.option(
     "--autopilot",
     type=click.Choice(["scripted", "frontier"]),
@@ -147,17 +144,10 @@ def _open_session(
     type=click.Path(path_type=Path, file_okay=False),
     help="CURVE keys folder for --pub (secure mode).",
 )
-@click.option("--seed", type=int, help="Reset seed of the first scene; scene k uses seed + k [0].")
-@click.option("--step-hz", type=float, help="Steps per second when flying by keyboard [10].")
-@click.option("--autopilot-hz", type=float, help="Steps per second on autopilot; 0 = flat out [0].")
-@click.option("--color/--no-color", default=None, help="24-bit colour view or ASCII shading [colour].")
-@click.option("--device", help="torch device of the simulator: cpu, cuda, ... [cpu].")
 @click.option("--log-level", default=None, help="debug, info, warning, error [info; warning on a TTY].")
 def explore_main(
-    *, record: bool, out: Path | None, gmdag_file: Path | None, corpus: Path | None, max_steps: int | None,
-    max_scenes: int | None, autopilot: str | None, pub: str | None, keys: Path | None, seed: int | None,
-    step_hz: float | None,
-    autopilot_hz: float | None, color: bool | None, device: str | None, log_level: str | None,
+    *, record: bool, out: Path | None, autopilot: str | None, pub: str | None, keys: Path | None,
+    log_level: str | None, **options: Any,
 ) -> None:  # fmt: skip
     """Fly one drone through compiled scenes from the terminal (works over SSH).
 
@@ -174,15 +164,10 @@ def explore_main(
     from navi_auditor.explorer.scenes import SceneSourceError, resolve_scene_files
     from navi_environment.config import EnvironmentSettings
 
-    publish: str | None = pub
-    overrides = _explore_overrides({
-        "gmdag_file": gmdag_file, "corpus": corpus, "max_steps": max_steps, "max_scenes": max_scenes,
-        "seed": seed, "step_hz": step_hz, "autopilot_hz": autopilot_hz, "color": color, "device": device,
-    })  # fmt: skip
-    if publish is not None:
-        overrides["publish"] = None if publish.lower() == "none" else publish
-    values: dict[str, Any] = {"explore": overrides} | ({"log_level": log_level} if log_level else {})
-    settings = AuditorSettings(**values)
+    if pub is not None:
+        options["explore__publish"] = None if pub.lower() == "none" else pub
+    values = settings_kwargs({**options, "log_level": log_level})
+    settings = build_settings(AuditorSettings, **values)
     terminal = Terminal()
     configure_logging(
         log_level or ("warning" if terminal.interactive else settings.log_level), settings.log_json

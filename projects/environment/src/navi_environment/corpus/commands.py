@@ -20,18 +20,13 @@ _SOURCE_HELP = (
 
 def _settings(**compile_overrides: Any) -> EnvironmentSettings:
     """Environment settings with the CLI's compile options as init kwargs (they outrank env/.env)."""
-    from pydantic import ValidationError
-
+    from navi_contracts.cli_options import build_settings, settings_kwargs
     from navi_contracts.logging import configure_logging
     from navi_environment.config import EnvironmentSettings
 
-    overrides = {key: value for key, value in compile_overrides.items() if value is not None}
-    try:
-        # A dict for a nested group is deep-merged with env/.env values by pydantic-settings.
-        settings = EnvironmentSettings(compile=overrides) if overrides else EnvironmentSettings()  # type: ignore[arg-type]
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise click.UsageError(f"invalid settings: {problems}") from error
+    # A dict for a nested group is deep-merged with env/.env values by pydantic-settings.
+    overrides = {f"compile__{key}": value for key, value in compile_overrides.items()}
+    settings = build_settings(EnvironmentSettings, **settings_kwargs(overrides))
     configure_logging(settings.log_level, settings.log_json, production=False)  # one-shot CLI: no caching
     return settings
 

@@ -20,19 +20,12 @@ def build_server_config(base: Any = None, **options: Any) -> Any:
 
     Invalid values are usage errors.
     """
-    from pydantic import ValidationError
-
+    from navi_contracts.cli_options import build_settings
     from navi_environment.server.config import ServerConfig
 
     values = base.model_dump() if base is not None else {}
     values.update({name: value for name, value in options.items() if value is not None})
-    try:
-        return ServerConfig(**values)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'server'}: {e['msg']}" for e in error.errors()
-        )
-        raise click.UsageError(f"invalid server settings: {problems}") from error
+    return build_settings(ServerConfig, **values)
 
 
 @click.command("serve")

@@ -1,7 +1,7 @@
-"""Hypothesis strategies producing valid wire models (needs the ``hypothesis`` dev dependency).
+"""Hypothesis strategies producing valid wire models, for property tests (``import wire_strategies``).
 
-Shared by this package's property tests and by other packages that round-trip messages (stream
-recording, the dashboard). Sizes are kept small so property tests stay fast.
+Test support, not part of the wire layer: pytest puts ``contracts/tests/support`` on the path for every
+package's tests. Sizes are kept small so property tests stay fast.
 """
 
 from __future__ import annotations
