@@ -11,6 +11,7 @@ from navi_actor.service.chunk_schedule import (
     blend_weights,
     measured_delay,
     merge_schedules,
+    upcoming_tick,
 )
 
 
@@ -27,6 +28,8 @@ def test_delay_estimate_is_the_running_maximum_of_the_window() -> None:
         assert estimator.ticks == expected
     assert measured_delay(observation_tick=100, upcoming_tick=101) == 1  # answered within the period
     assert measured_delay(observation_tick=100, upcoming_tick=103) == 3
+    assert upcoming_tick(100, arrival=10.0, now=10.01, period=0.05) == 101
+    assert upcoming_tick(100, arrival=10.0, now=10.12, period=0.05) == 103  # two periods later
 
 
 def test_chunk_starts_at_the_tick_it_takes_effect_after_the_measured_delay() -> None:

@@ -18,6 +18,7 @@ Pure tensor functions without processes or sockets; ``[B, K, A]`` schedules (B d
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -46,6 +47,16 @@ class DelayEstimator:
     def ticks(self) -> int:
         """The current estimate: the largest delay of the window (``initial`` while empty)."""
         return max(self._recent) if self._recent else self._initial
+
+
+def upcoming_tick(latest_tick: int, arrival: float, now: float, period: float) -> int:
+    """The next tick the environment executes, seen from ``now``.
+
+    The observation of ``latest_tick`` arrived at ``arrival`` (right after the environment ran that
+    tick); the environment runs one tick per ``period`` seconds, so every whole period since then is
+    one more tick already run.
+    """
+    return latest_tick + 1 + max(0, math.floor((now - arrival) / period))
 
 
 def measured_delay(observation_tick: int, upcoming_tick: int) -> int:

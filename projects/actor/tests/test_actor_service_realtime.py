@@ -1,0 +1,205 @@
+"""Real-time brain on real processes and sockets: the control loop keeps its rate while inference is
+slow, chunks start at the tick they take effect after the measured delay, H = 1 works end to end.
+
+The test plays a real-time environment: a thread publishes one observation per tick at 20 Hz
+(``step_id`` = tick) and a subscriber reads the brain's actions.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.inference.policy_source import resolve_policy_source
+from navi_actor.inference.telemetry import ActingTelemetry
+from navi_actor.models import NaviPolicy, PolicyConfig
+from navi_actor.runners.point_env import PointGoalEnv
+from navi_actor.service import BrainSettings, run_brain
+from navi_actor.service.brain import realtime_plan
+from navi_actor.service.env_bridge import observation_message
+from navi_actor.service.realtime_loop import RealtimeLoop
+from navi_contracts import Action, Publisher, Subscriber, free_tcp_endpoint, topics
+
+SMALL = {
+    "azimuth": 32,
+    "elevation": 8,
+    "embed_dim": 32,
+    "vit_dim": 32,
+    "vit_layers": 1,
+    "temporal_core": "gru",
+}
+HZ, H = 20.0, 8
+PLAN = -0.7 + 0.2 * np.arange(H, dtype=np.float32)  # forward action of chunk entry k: tells k apart
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def planned_checkpoint(tmp_path: Path) -> Path:
+    """A policy whose chunk ignores the observation: entry k has forward action ``PLAN[k]``."""
+    torch.manual_seed(0)
+    policy = NaviPolicy(PolicyConfig(action_chunk=H, **SMALL))  # type: ignore[arg-type]
+    assert policy.actor.chunk is not None
+    with torch.no_grad():
+        policy.actor.mean.weight.zero_()
+        policy.actor.chunk.weight.zero_()
+        biases = torch.zeros(H, 4)
+        biases[:, 0] = torch.from_numpy(PLAN)
+        policy.actor.mean.bias.copy_(biases[0])
+        policy.actor.chunk.bias.copy_(biases[1:].flatten())
+    return save_checkpoint(
+        Checkpoint(model=policy.state_dict(), policy_config=policy.cfg), tmp_path / "plan.pt"
+    )
+
+
+class RealtimeEnvironment:
+    """Publishes PointGoalEnv observations of 2 drones at ``HZ``, one tick per period, until closed."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.publisher = Publisher(endpoint)
+        self.env = PointGoalEnv(2, azimuth=32, elevation=8, max_steps=1000)
+        self.obs = self.env.reset(3)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self.publisher.wait_for_subscribers(topics.DISTANCE_MATRIX, timeout_ms=10_000)
+        self.thread.start()
+
+    def _run(self) -> None:
+        env_ids, episode_ids = np.arange(2, dtype=np.int32), np.zeros(2, dtype=np.int64)
+        started, tick = time.monotonic(), 0
+        while not self.stop.is_set():
+            self.publisher.publish(
+                topics.DISTANCE_MATRIX, observation_message(self.obs, env_ids, episode_ids, tick)
+            )
+            tick += 1
+            self.stop.wait(max(0.0, started + tick / HZ - time.monotonic()))
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=3)
+        self.publisher.close()
+
+
+def receive(subscriber: Subscriber, seconds: float) -> list[Action]:
+    """Every action published in the next ``seconds``."""
+    actions, deadline = [], time.monotonic() + seconds
+    while (remaining := deadline - time.monotonic()) > 0:
+        received = subscriber.recv(timeout_ms=int(remaining * 1e3) + 1)
+        if received is not None and isinstance(received[1], Action):
+            actions.append(received[1])
+    return actions
+
+
+def first_action(subscriber: Subscriber, timeout_s: float = 60.0) -> Action:
+    received = subscriber.recv(timeout_ms=int(timeout_s * 1e3))
+    assert received is not None and isinstance(received[1], Action), "the realtime brain never acted"
+    return received[1]
+
+
+def new_chunk_start(action: Action) -> int:
+    """First tick of ``action``'s chunk that follows the plan of the observation it answers."""
+    assert action.chunk is not None and action.start_tick is not None
+    ticks = action.start_tick + np.arange(action.chunk.shape[1])
+    offsets = ticks - action.step_id - 1  # entry index of the answering chunk for each tick
+    follows = (offsets < H) & np.isclose(action.chunk[0, :, 0], PLAN[np.clip(offsets, 0, H - 1)])
+    first = int(np.argmax(follows))
+    assert follows[first:].all(), "after the new chunk starts, every tick follows it"
+    return int(ticks[first])
+
+
+@pytest.mark.slow
+def test_control_keeps_its_rate_while_inference_is_slow_and_chunks_start_after_the_delay(
+    tmp_path: Path,
+) -> None:
+    env_endpoint, brain_endpoint = free_tcp_endpoint(), free_tcp_endpoint()
+    settings = BrainSettings(
+        service={"inference": "realtime", "sub_endpoint": env_endpoint, "pub_endpoint": brain_endpoint,
+                 "checkpoint": planned_checkpoint(tmp_path), "deterministic": True, "control_hz": HZ,
+                 "latency_ms": 150.0, "jitter_ms": 20.0, "blend": False},
+        train={"artifacts_dir": tmp_path},
+    )  # fmt: skip
+    environment = RealtimeEnvironment(env_endpoint)
+    publisher = Publisher(brain_endpoint)
+    subscriber = Subscriber(brain_endpoint, [topics.ACTION])
+    publisher.wait_for_subscribers(topics.ACTION, timeout_ms=10_000)
+    plan = realtime_plan(settings, resolve_policy_source(settings.service.checkpoint, tmp_path))
+    telemetry = ActingTelemetry(None, "actor.service")
+    loop = RealtimeLoop(plan, subscriber=Subscriber(env_endpoint, [topics.DISTANCE_MATRIX], latest_only=True),
+                        publisher=publisher, telemetry=telemetry, config=settings.service)  # fmt: skip
+    stop = threading.Event()
+    brain = threading.Thread(target=loop.run, args=(stop,), daemon=True)
+    brain.start()
+    environment.start()
+    try:
+        first_action(subscriber)  # the inference process is up (spawn, torch import, policy)
+        periods_before, missed_before = loop.periods, loop.missed_periods
+        started = time.monotonic()
+        actions = receive(subscriber, 3.0)
+        elapsed = time.monotonic() - started
+        counters = loop.counters()
+    finally:
+        stop.set()
+        brain.join(timeout=10)
+        environment.close()
+        subscriber.close()
+        publisher.close()
+    assert not brain.is_alive()
+    assert loop.worker is None and loop.shared is None  # the inference process was stopped and joined
+    periods = loop.periods - periods_before
+    assert loop.missed_periods - missed_before == 0
+    assert periods >= 0.8 * elapsed * HZ, f"{periods} control periods in {elapsed:.1f} s at {HZ} Hz"
+    assert counters["inferences"] < 0.5 * periods  # inference ran at its own, slower pace
+    # 150 +- 20 ms of latency is 3-4 periods: a chunk answering tick s takes effect at s + 4 or later,
+    # its first entries (for ticks already committed) dropped, the rest exactly the plan's
+    delays = [new_chunk_start(action) - action.step_id for action in actions]
+    assert min(delays) >= 4 and max(delays) <= 8, delays
+    starts = [action.start_tick for action in actions]
+    assert all(a is not None for a in starts) and starts == sorted(starts)  # never a stale schedule
+    last_ticks = [(a.start_tick or 0) + (0 if a.chunk is None else a.chunk.shape[1]) - 1 for a in actions]
+    assert last_ticks == [a.step_id + H for a in actions]  # each schedule ends with its chunk's last tick
+
+
+@pytest.mark.slow
+def test_realtime_brain_with_h1_publishes_single_action_schedules(tmp_path: Path) -> None:
+    env_endpoint, brain_endpoint = free_tcp_endpoint(), free_tcp_endpoint()
+    settings = BrainSettings(
+        service={"inference": "realtime", "sub_endpoint": env_endpoint, "pub_endpoint": brain_endpoint,
+                 "deterministic": True, "control_hz": HZ, "wait_for_subscribers": 1},
+        policy=SMALL, train={"artifacts_dir": tmp_path},
+    )  # fmt: skip
+    environment = RealtimeEnvironment(env_endpoint)
+    subscriber = Subscriber(brain_endpoint, [topics.ACTION])
+    stop, steps = threading.Event(), [0]
+    brain = threading.Thread(
+        target=lambda: steps.__setitem__(0, run_brain(settings, tmp_path, stop)), daemon=True
+    )
+    brain.start()
+    environment.start()
+    try:
+        action = first_action(subscriber)
+        later = receive(subscriber, 1.0)
+    finally:
+        stop.set()
+        brain.join(timeout=10)
+        environment.close()
+        subscriber.close()
+    assert not brain.is_alive() and steps[0] >= 1
+    for message in [action, *later]:
+        # the newest single prediction, after whatever the previous schedule still commits
+        assert message.chunk is not None and message.chunk.shape[0] == 2 and message.chunk.shape[2] == 4
+        assert message.start_tick is not None and message.start_tick >= message.step_id + 1
+        assert np.array_equal(message.chunk[:, 0], message.actions) and message.policy_id == "fresh"
