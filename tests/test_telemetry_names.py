@@ -139,7 +139,8 @@ def test_a_finished_episode_reports_its_return_and_length_not_the_next_ones() ->
     from navi_environment.server import EnvironmentService
 
     settings = EnvironmentSettings(
-        sensor={"azimuth_bins": 16, "elevation_bins": 8}, episode={"max_steps": 3}  # type: ignore[arg-type]
+        sensor={"azimuth_bins": 16, "elevation_bins": 8},
+        episode={"max_steps": 3},  # type: ignore[arg-type]
     )
     backend = SdfDagBackend(settings, 2, scenes=[room_scene(RoomSpec(hi=(8.0, 6.0, 3.0)), 32)])
     service = EnvironmentService(backend, None)
@@ -149,3 +150,61 @@ def test_a_finished_episode_reports_its_return_and_length_not_the_next_ones() ->
     assert result.truncated.all()
     assert result.episode_length.tolist() == [3, 3]
     assert (result.episode_return != 0.0).all()
+
+
+def test_realtime_environment_stats_are_understood_and_fill_the_realtime_charts() -> None:
+    from navi_contracts import Action, RepServer, StepRequest
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.config import EnvironmentSettings
+    from navi_environment.runtime.analytic import RoomSpec, room_scene
+    from navi_environment.server import EnvironmentService, ServerConfig
+    from navi_environment.server.realtime_loop import RealtimeLoop
+
+    settings = EnvironmentSettings(sensor={"azimuth_bins": 16, "elevation_bins": 8})  # type: ignore[arg-type]
+    backend = SdfDagBackend(settings, 2, scenes=[room_scene(RoomSpec(hi=(8.0, 6.0, 3.0)), 32)])
+    env_pub, brain_pub, rep = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    config = ServerConfig(mode="realtime", action_sub=brain_pub)
+    with (
+        Publisher(env_pub) as publisher,
+        Subscriber(env_pub, [topics.TELEMETRY_EVENT]) as subscriber,
+        Subscriber(brain_pub, [topics.ACTION]) as actions,
+    ):
+        publisher.wait_for_subscribers(topics.TELEMETRY_EVENT, count=1, timeout_ms=10_000)
+        service = EnvironmentService(backend, publisher, step_requests=False)
+        with RepServer(rep, service.handle, accepts=(StepRequest,)) as server:
+            loop = RealtimeLoop(service, actions, server, config)
+            service.reset(0)
+            tick = service.step_id + 1
+            chunk = torch.zeros((2, 3, 4)).numpy()
+            loop.scheduler.receive(
+                Action(env_ids=[0, 1], actions=chunk[:, 0], policy_id="p", step_id=tick - 1, timestamp=0.0,
+                       start_tick=tick, chunk=chunk),
+                tick,
+            )  # fmt: skip
+            for _ in range(4):  # three chunk rows, then one fallback tick
+                loop.run_tick()
+            loop.publish_stats()
+        stats = None
+        for _ in range(20):
+            received = subscriber.recv(timeout_ms=10_000)
+            assert received is not None, "no realtime stats arrived"
+            if received[1].event_type == names.ENVIRONMENT_REALTIME_STATS:  # type: ignore[attr-defined]
+                stats = received[1]
+                break
+    assert isinstance(stats, TelemetryEvent)
+    assert [key for key in stats.payload if not names.understood(key)] == []
+    assert stats.payload[names.FALLBACK_TICKS] == 2.0  # one fallback tick for each of the 2 drones
+    assert stats.payload[names.MEAN_ACTION_AGE_TICKS] == 2.5  # ages 1, 2, 3, 4
+    clock = Clock()
+    state = DashboardState(StreamSettings(), HistorySettings(), clock=clock)
+    state.add_telemetry(sample_from_event(stats, clock.now))
+    realtime = state.status()["realtime"]
+    assert isinstance(realtime, dict) and realtime[names.MAX_ACTION_AGE_TICKS] == 4.0
+    charts, _ = state.chart_delta(-1)
+    for name in (
+        names.MEAN_ACTION_AGE_TICKS,
+        names.MAX_ACTION_AGE_TICKS,
+        names.MISSED_TICKS,
+        names.FALLBACK_TICKS,
+    ):
+        assert names.charted(name) and charts[name]["v"], name

@@ -32,6 +32,8 @@ RESYNCED = "resynced"
 """``<source>.resynced``: the brain re-synchronised with a (restarted) environment."""
 ENVIRONMENT_STEP = "environment.step"
 """``navi-environment serve``: one event per step."""
+ENVIRONMENT_REALTIME_STATS = "environment.realtime.stats"
+"""``navi-environment serve --mode realtime``: the periodic real-time control summary."""
 
 
 def acting_event(source: str, name: str) -> str:
@@ -60,6 +62,13 @@ LATENCY_P99_MS = "latency_p99_ms"
 ACTIVE_ACTORS = "active_actors"
 REWARD_TERM_PREFIX = "reward/"
 TIMING_PREFIX = "timing/"
+MEAN_ACTION_AGE_TICKS = "mean_action_age_ticks"
+"""Real-time mode: mean ticks between the observation an executed action answered and its tick."""
+MAX_ACTION_AGE_TICKS = "max_action_age_ticks"
+MISSED_TICKS = "missed_ticks"
+"""Real-time mode: control tick slots the environment's loop missed (it overran them)."""
+FALLBACK_TICKS = "fallback_ticks"
+"""Real-time mode: drone-ticks executed without a scheduled action (the fallback ran)."""
 
 CHARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Reward EMA", (REWARD_EMA,)),
@@ -73,6 +82,8 @@ CHARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Step latency (ms)", (LATENCY_P50_MS, LATENCY_P99_MS)),
     ("Stage timings (s)", (TIMING_PREFIX,)),
     ("Coverage and speed", (COVERAGE, SPEED)),
+    ("Real-time action age (ticks)", (MEAN_ACTION_AGE_TICKS, MAX_ACTION_AGE_TICKS)),
+    ("Real-time missed / fallback ticks", (MISSED_TICKS, FALLBACK_TICKS)),
     ("Reward terms over time", (REWARD_TERM_PREFIX,)),
 )
 """The dashboard's charts: title -> series names (a name ending in ``/`` charts every key under it)."""
@@ -82,6 +93,8 @@ STATUS_ONLY = frozenset({
     "kl_early_stop", "grad_norm", "clip_fraction", "explained_variance", "value_mean", "log_std_mean",
     "updating", "resyncs", "resent_actions", "link_failures", "reward_mean", "actors", "collision",
     "reference_kl", "auxiliary_loss", "bc_holdout_mse", "bc_baseline_mse", "bc_nll", "bc_mse",
+    "tick", "control_hz", "ticks_executed", "fallback_fraction", "accepted_actions", "stale_actions",
+    "rejected_actions",
 })  # fmt: skip
 """Names the dashboard shows in its status panels (latest value) without a chart of their own."""
 

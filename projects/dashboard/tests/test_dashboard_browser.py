@@ -125,3 +125,53 @@ async def _key(page, kind: str, code: str, key: str) -> None:
     await page.call(
         "Input.dispatchKeyEvent", type=kind, code=code, key=key, windowsVirtualKeyCode=ord(key.upper())
     )
+
+
+REALTIME_TEXT = """(() => {
+  const stat = document.getElementById("realtime-stat");
+  if (!stat) return { hidden: null, text: "" };
+  return { hidden: stat.classList.contains("hidden"), text: document.getElementById("realtime").textContent };
+})()"""
+
+
+@pytest.mark.slow
+def test_the_status_bar_shows_realtime_figures_when_a_realtime_environment_reports(kit, tmp_path) -> None:
+    executable = kit.chromium_path()
+    if executable is None:
+        pytest.skip("chromium is not installed (CI installs it from .ci/apt-packages)")
+    from navi_contracts import TelemetryEvent
+    from navi_dashboard.ingest import sample_from_event
+
+    settings = kit.settings(stream={"status_hz": 10.0})
+    payload = {
+        "mean_action_age_ticks": 3.5, "max_action_age_ticks": 6.0, "missed_ticks": 2.0, "fallback_ticks": 9.0,
+        "fallback_fraction": 0.25, "control_hz": 20.0,
+    }  # fmt: skip
+    stats = TelemetryEvent(
+        event_type="environment.realtime.stats",
+        source="environment",
+        step_id=40,
+        payload=payload,
+        timestamp=1.0,
+    )
+
+    async def scenario() -> tuple[dict, dict]:
+        async with (
+            kit.running_dashboard(settings) as (url, state, _app),
+            kit.chromium_page(executable, tmp_path / "profile", url) as page,
+        ):
+            await _poll_page(page, lambda s: s.get("connection") == "live")
+            before = await page.evaluate(REALTIME_TEXT)
+            state.add_telemetry(sample_from_event(stats, time.monotonic()))
+            deadline, after = time.monotonic() + 30, before
+            while time.monotonic() < deadline and (
+                after["hidden"] is not False or "missed" not in after["text"]
+            ):
+                await asyncio.sleep(0.1)
+                after = await page.evaluate(REALTIME_TEXT)
+        return before, after
+
+    before, after = asyncio.run(scenario())
+    assert before["hidden"] is True  # nothing real-time reported yet: no figure shown
+    assert after["hidden"] is False, after
+    assert after["text"] == "20.00 Hz · action age 3.50 / 6.00 ticks · missed 2 · fallback 25%"

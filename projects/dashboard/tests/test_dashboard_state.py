@@ -141,3 +141,33 @@ def test_chart_delta_and_errors(state: DashboardState, clock: FakeClock) -> None
     state.add_error("actor", "bad bytes")
     counts = state.status()["counts"]
     assert counts["errors"] == 1 and counts["last_error"] == "actor: bad bytes"
+
+
+def test_realtime_figures_show_while_a_realtime_environment_reports(
+    state: DashboardState, clock: FakeClock
+) -> None:
+    assert state.status()["realtime"] is None  # no realtime environment: nothing shown
+    payload = {
+        "mean_action_age_ticks": 3.5, "max_action_age_ticks": 6.0, "missed_ticks": 1.0,
+        "fallback_ticks": 12.0, "fallback_fraction": 0.25, "control_hz": 20.0, "tick": 40.0,
+    }  # fmt: skip
+    state.add_telemetry(event("environment.realtime.stats", clock.now, **payload))
+    status = state.status()
+    shown = {name: payload[name] for name in payload if name != "tick"}
+    assert status["realtime"] == shown
+    assert state.mode() is Mode.OBSERVER  # the environment's figures are not a policy acting
+    charts, _ = state.chart_delta(-1)
+    for name in ("mean_action_age_ticks", "max_action_age_ticks", "missed_ticks", "fallback_ticks"):
+        assert charts[name]["v"] == [payload[name]]
+    clock.now += 6.0  # older than mode_timeout_s: the environment stopped reporting
+    assert state.status()["realtime"] is None
+
+
+def test_realtime_figures_without_an_age_yet_are_null_not_nan(
+    state: DashboardState, clock: FakeClock
+) -> None:
+    state.add_telemetry(event("environment.realtime.stats", clock.now, missed_ticks=0.0, control_hz=20.0))
+    realtime = state.status()["realtime"]
+    assert isinstance(realtime, dict)
+    assert realtime["mean_action_age_ticks"] is None and realtime["missed_ticks"] == 0.0
+    json.dumps(state.status(), allow_nan=False)

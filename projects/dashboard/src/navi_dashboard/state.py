@@ -160,6 +160,8 @@ class DashboardState:
                 self._last_seen["training"] = sample.received_at
             elif telemetry_names.is_acting_event(sample.event_type):  # infer, or the brain service
                 self._last_seen["inference"] = sample.received_at
+            elif sample.event_type == telemetry_names.ENVIRONMENT_REALTIME_STATS:
+                self._last_seen["realtime"] = sample.received_at
             if sample.scene:
                 self._scene = sample.scene
             self._latest.update(sample.payload)
@@ -240,12 +242,19 @@ class DashboardState:
         env_frame = self._frames.get(SOURCE_ENVIRONMENT)
         return float(env_frame.batch_size) if env_frame is not None else reported
 
+    def _realtime(self, now: float) -> dict[str, float | None] | None:
+        """The real-time control figures while ``environment.realtime.stats`` events are fresh."""
+        if not self._fresh(self._last_seen.get("realtime"), now):
+            return None
+        return {name: _optional_finite(self._latest.get(name)) for name in _REALTIME_FIGURES}
+
     def status(self) -> dict[str, object]:
         """A JSON-ready summary for the status bar and the breakdown panels.
 
         Returns:
             mode, observation freshness (ms), steps/s, active actors, scene, reward terms, stage
-            timings, every latest scalar, counters, and the newest chart sequence number.
+            timings, the real-time control figures (None unless a realtime environment reports),
+            every latest scalar, counters, and the newest chart sequence number.
         """
         with self._lock:
             now = self._clock()
@@ -264,6 +273,7 @@ class DashboardState:
                 "scene": self._scene if self._scene is not None else _scene_from(self._latest),
                 "reward_terms": _with_prefix(self._latest, REWARD_TERM_PREFIX),
                 "timings": _with_prefix(self._latest, TIMING_PREFIX),
+                "realtime": self._realtime(now),
                 "latest": {name: _finite_or_none(value) for name, value in self._latest.items()},
                 "counts": {
                     "observations": self._counters.observations,
@@ -286,6 +296,17 @@ class DashboardState:
         """
         with self._lock:
             return self._series.since(cursor), self._series.seq
+
+
+_REALTIME_FIGURES = (
+    telemetry_names.MEAN_ACTION_AGE_TICKS,
+    telemetry_names.MAX_ACTION_AGE_TICKS,
+    telemetry_names.MISSED_TICKS,
+    telemetry_names.FALLBACK_TICKS,
+    "fallback_fraction",
+    "control_hz",
+)
+"""What the status bar shows of ``environment.realtime.stats`` (the charts take the rest)."""
 
 
 def _pose(frame: ObservationFrame | None) -> dict[str, object] | None:

@@ -66,6 +66,7 @@ function onStatus(status) {
   $("source").textContent = status.obs_source
     ? `${status.obs_source}${status.obs_step === null ? "" : ` · step ${status.obs_step}`}${pose}`
     : "–";
+  showRealtime(status.realtime);
   for (const [name, points] of Object.entries(status.charts)) {
     for (const chart of page.lineCharts) if (chart.accepts(name)) chart.append(name, points.t, points.v);
   }
@@ -78,6 +79,16 @@ function onStatus(status) {
     $("control-state").textContent = ` — ${c.state}; steps ${c.steps}, last ${formatNumber(c.last_latency_ms)} ms`
       + (c.last_error ? `; error: ${c.last_error}` : "");
   }
+}
+
+// Real-time control figures: shown only while a realtime environment reports them.
+function showRealtime(realtime) {
+  $("realtime-stat").classList.toggle("hidden", !realtime);
+  if (!realtime) return;
+  const percent = realtime.fallback_fraction === null ? "–" : `${Math.round(realtime.fallback_fraction * 100)}%`;
+  $("realtime").textContent = `${formatNumber(realtime.control_hz)} Hz · action age `
+    + `${formatNumber(realtime.mean_action_age_ticks)} / ${formatNumber(realtime.max_action_age_ticks)} ticks · `
+    + `missed ${realtime.missed_ticks === null ? "–" : Math.round(realtime.missed_ticks)} · fallback ${percent}`;
 }
 
 function updateFreshness() {

@@ -1,4 +1,4 @@
-"""``navi-environment serve``: the environment over ZeroMQ, in step or async mode, until Ctrl+C."""
+"""``navi-environment serve``: the environment over ZeroMQ (step, async or realtime mode) until Ctrl+C."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from navi_environment.cli_settings import environment_settings
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+_MODES = click.Choice(["step", "async", "realtime"])
 
 
 def build_server_config(base: Any = None, **options: Any) -> Any:
@@ -35,7 +36,7 @@ def build_server_config(base: Any = None, **options: Any) -> Any:
 
 
 @click.command("serve")
-@click.option("--mode", type=click.Choice(["step", "async"]), default=None, help="[default: step]")
+@click.option("--mode", type=_MODES, default=None, help="[default: step]")
 @click.option(
     "--pub", "pub_endpoint", default=None, help="PUB bind endpoint ('' = none). [default: tcp://127.0.0.1:5559]"
 )
@@ -43,17 +44,30 @@ def build_server_config(base: Any = None, **options: Any) -> Any:
 @click.option(
     "--action-sub",
     default=None,
-    help="Async mode: the brain PUB to take actions from. [default: tcp://localhost:5557]",
+    help="Async/realtime mode: the brain PUB to take actions from. [default: tcp://localhost:5557]",
 )
 @click.option("--keys", type=_DIR, default=None, help="CURVE keys folder: secure mode (docs/security.md).")
 @click.option(
-    "--seed", type=click.IntRange(min=0), default=None, help="Async mode: start-up reset seed. [default: 0]"
+    "--seed", type=click.IntRange(0), default=None, help="Async/realtime: start-up reset seed. [default: 0]"
 )
 @click.option(
     "--republish-ms",
     type=int,
     default=None,
     help="Async mode: re-publish the waiting observation this often. [default: 250]",
+)
+@click.option(
+    "--control-hz",
+    type=float,
+    default=None,
+    help="Realtime mode: control ticks per second. [default: 20]",
+)
+@click.option(
+    "--fallback",
+    type=click.Choice(["hold", "slow"]),
+    default=None,
+    help="Realtime mode, a tick without a scheduled action: repeat the last action, or halve it each "
+    "tick. [default: hold]",
 )
 @click.option("--actors", type=click.IntRange(min=1), default=4, show_default=True, help="Drones (batch B).")
 @click.option("--gmdag-file", type=_FILE, default=None, help="Serve this one scene.")
@@ -68,6 +82,8 @@ def serve_command(
     action_sub: str | None,
     seed: int | None,
     republish_ms: int | None,
+    control_hz: float | None,
+    fallback: str | None,
     keys: Path | None,
     actors: int,
     gmdag_file: Path | None,
@@ -77,13 +93,19 @@ def serve_command(
 ) -> None:
     """Serve the batched environment over ZeroMQ until Ctrl+C (or SIGTERM).
 
-    Both modes: REP answers StepRequest (actions or reset) with StepResult, and PUB publishes every
-    DistanceMatrix and an environment.step telemetry event.
+    Every mode: REP answers StepRequest (actions or reset; realtime mode: resets only) with
+    StepResult, and PUB publishes every DistanceMatrix and an environment.step telemetry event.
 
     --mode async also subscribes to the brain's actions (action_v2 on --action-sub, as published by
     `navi-actor serve --mode async`): the server resets at start-up (--seed), steps on each action
     whose step_id is the current observation's (older re-sends and foreign batches are skipped), and
     re-publishes the current observation every --republish-ms while no action comes.
+
+    --mode realtime steps every drone --control-hz times a second whether or not the brain has
+    answered: each tick executes the action the brain scheduled for it (Action.start_tick/chunk), or
+    the --fallback; REQ answers resets only. Observations carry the tick as step_id, and an
+    environment.realtime.stats telemetry event (missed ticks, fallback ticks, action age) goes out
+    every second.
 
     Without --gmdag-file/--corpus the configured corpus folder (compile.corpus_dir under artifacts/)
     is used.
@@ -100,7 +122,8 @@ def serve_command(
             settings = environment_settings(horizon)
             config = build_server_config(
                 settings.server, mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint,
-                action_sub=action_sub, seed=seed, republish_ms=republish_ms, keys=keys,
+                action_sub=action_sub, seed=seed, republish_ms=republish_ms, control_hz=control_hz,
+                fallback=fallback, keys=keys,
             )  # fmt: skip
             try:
                 paths = scene_sources(gmdag_file, corpus)
@@ -122,5 +145,5 @@ def serve_command(
 
 
 def register(group: click.Group) -> None:
-    """Attach ``serve`` (step and async mode) to the ``navi-environment`` group."""
+    """Attach ``serve`` (step, async and realtime mode) to the ``navi-environment`` group."""
     group.add_command(serve_command)

@@ -1,4 +1,4 @@
-"""Settings group of the environment server (``serve``): sockets, mode and async pacing.
+"""Settings group of the environment server (``serve``): sockets, mode, async and real-time pacing.
 
 A plain group so ``EnvironmentSettings`` can embed it as ``server`` (``NAVI_ENV_SERVER__MODE=async``);
 ``navi-environment serve`` builds it from its options (CLI values as init kwargs).
@@ -18,9 +18,10 @@ from navi_contracts.settings import SettingsGroup
 class ServerConfig(SettingsGroup):
     """How ``navi-environment serve`` is driven and where it listens."""
 
-    mode: Literal["step", "async"] = Field(
+    mode: Literal["step", "async", "realtime"] = Field(
         default="step",
-        description="step: step only on REQ StepRequests; async: also step on actions published by a brain.",
+        description="step: step only on REQ StepRequests; async: also step on actions published by a brain; "
+        "realtime: step every drone at control_hz on the actions the brain scheduled (or the fallback).",
     )
     pub_endpoint: str = Field(
         default=topics.ENV_PUB_BIND,
@@ -47,7 +48,23 @@ class ServerConfig(SettingsGroup):
         default=10,
         gt=0,
         le=1000,
-        description="Async mode: longest wait on the action socket before the REP socket is served.",
+        description="Async/realtime mode: longest wait on the action socket before the REP socket is served.",
+    )
+    control_hz: float = Field(
+        default=20.0,
+        gt=0,
+        le=1000,
+        description="Realtime mode: control ticks per second (every drone steps once per tick).",
+    )
+    fallback: Literal["hold", "slow"] = Field(
+        default="hold",
+        description="Realtime mode, a tick without a scheduled action: hold repeats the last action, "
+        "slow executes it times 0.5 each tick (a safe slow-down).",
+    )
+    stats_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="Realtime mode: publish the environment.realtime.stats telemetry event this often.",
     )
 
     @model_validator(mode="after")
@@ -56,12 +73,17 @@ class ServerConfig(SettingsGroup):
 
         Secure mode: the keys folder must hold the server half (and, in async mode, the client half).
         """
-        if self.mode == "async" and not self.pub_endpoint:
-            raise ValueError("async mode needs a PUB endpoint: the brain acts on published observations")
-        if self.mode == "async" and not self.action_sub:
-            raise ValueError("async mode needs action_sub: the brain PUB whose actions drive the steps")
+        brain_driven = self.mode in ("async", "realtime")
+        if brain_driven and not self.pub_endpoint:
+            raise ValueError(
+                f"{self.mode} mode needs a PUB endpoint: the brain acts on published observations"
+            )
+        if brain_driven and not self.action_sub:
+            raise ValueError(
+                f"{self.mode} mode needs action_sub: the brain PUB whose actions drive the steps"
+            )
         if self.keys is not None:  # an unusable keys folder fails at start-up, before scenes load
             from navi_contracts.curve import load_keys
 
-            load_keys(self.keys, server=True, client=self.mode == "async")
+            load_keys(self.keys, server=True, client=brain_driven)
         return self

@@ -4,7 +4,9 @@ REP answers ``StepRequest`` (step with actions, or reset) with ``StepResult``; e
 is also published as a ``DistanceMatrix`` on the PUB socket, next to one ``environment.step``
 telemetry event per step. Bad requests never stop the loop: the contracts' ``RepServer`` turns
 undecodable bytes and handler errors into ``ErrorReply`` and keeps serving. In async mode the
-server also steps on the brain's published actions (:mod:`navi_environment.server.async_loop`).
+server also steps on the brain's published actions (:mod:`navi_environment.server.async_loop`); in
+realtime mode it steps at a fixed rate on the actions the brain scheduled
+(:mod:`navi_environment.server.realtime_loop`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from navi_contracts.model_base import WireModel
 from navi_environment.backend import SdfDagBackend
 from navi_environment.server.async_loop import AsyncActionLoop
 from navi_environment.server.config import ServerConfig
+from navi_environment.server.realtime_loop import RealtimeLoop
 
 log = structlog.get_logger()
 
@@ -50,11 +53,16 @@ class EnvironmentService:
     Args:
         backend: the batched environment (its B is the only batch size accepted).
         publisher: where observations and telemetry go (None: nothing is published).
+        step_requests: answer REQ step requests (False in realtime mode, where only the clock
+            steps; resets are always answered).
     """
 
-    def __init__(self, backend: SdfDagBackend, publisher: Publisher | None = None) -> None:
+    def __init__(
+        self, backend: SdfDagBackend, publisher: Publisher | None = None, *, step_requests: bool = True
+    ) -> None:
         self.backend = backend
         self.publisher = publisher
+        self.step_requests = step_requests
         self.step_id = 0
         self.episode_ids = np.zeros(backend.num_actors, dtype=np.int64)
         self.observation: DistanceMatrix | None = None
@@ -71,6 +79,8 @@ class EnvironmentService:
             raise ValueError(f"expected a StepRequest, got {type(request).__name__}")
         if request.reset:
             return self.reset(request.seed, request.request_id)
+        if not self.step_requests:
+            raise ValueError("realtime mode steps on its own clock: send actions on action_v2, resets on REQ")
         assert request.actions is not None
         return self.step(request.actions, request.request_id)
 
@@ -106,7 +116,16 @@ class EnvironmentService:
         """
         if not self.ready:
             raise ValueError("send a reset request before the first step")
-        batch = self.ordered_actions(action)
+        return self.step_rows(self.ordered_actions(action), request_id)
+
+    def step_rows(self, batch: np.ndarray, request_id: int = 0) -> StepResult:
+        """Step every drone on ``batch`` (float32 [B,4] in env-id order): one batched backend step.
+
+        Raises:
+            ValueError: no reset yet.
+        """
+        if not self.ready:
+            raise ValueError("send a reset request before the first step")
         out = self.backend.step(torch.from_numpy(batch))
         self.step_id += 1
         ended = (out.terminated | out.truncated).cpu().numpy()
@@ -200,33 +219,35 @@ def serve(
         pub_endpoint: PUB bind endpoint (None: do not publish).
         rep_endpoint: REP bind endpoint.
         stop: set it (e.g. from a SIGINT handler) to shut down cleanly.
-        config: mode, async pacing and CURVE keys (None: step mode, plain sockets); its endpoints
-            are not used here.
+        config: mode, async/realtime pacing and CURVE keys (None: step mode, plain sockets); its
+            endpoints are not used here.
 
     Returns:
         How many REQ requests were answered (async-mode steps are counted by the loop's log).
 
     Raises:
-        ValueError: async mode without a PUB endpoint.
+        ValueError: async or realtime mode without a PUB endpoint.
     """
     config = config or ServerConfig()
-    if config.mode == "async" and not pub_endpoint:
-        raise ValueError("async mode needs a PUB endpoint: the brain acts on published observations")
+    if config.mode in ("async", "realtime") and not pub_endpoint:
+        raise ValueError(f"{config.mode} mode needs a PUB endpoint: the brain acts on published observations")
     curve = load_keys(config.keys)
     with contextlib.ExitStack() as sockets:
         publisher = sockets.enter_context(Publisher(pub_endpoint, curve=curve)) if pub_endpoint else None
-        service = EnvironmentService(backend, publisher)
+        service = EnvironmentService(backend, publisher, step_requests=config.mode != "realtime")
         server = sockets.enter_context(
             RepServer(rep_endpoint, handler=service.handle, accepts=(StepRequest,), curve=curve)
         )
         log.info(
             "environment.server.serving", mode=config.mode, rep=rep_endpoint, pub=pub_endpoint,
-            actions=config.action_sub if config.mode == "async" else None, actors=backend.num_actors,
+            actions=config.action_sub if config.mode != "step" else None, actors=backend.num_actors,
         )  # fmt: skip
-        if config.mode == "async":
+        if config.mode != "step":
             actions = sockets.enter_context(Subscriber(config.action_sub, [topics.ACTION], curve=curve))
-            loop = AsyncActionLoop(service, actions, server, config)
-            loop.run(stop)
+            if config.mode == "async":
+                AsyncActionLoop(service, actions, server, config).run(stop)
+            else:
+                RealtimeLoop(service, actions, server, config).run(stop)
         else:
             server.serve(stop)
         log.info("environment.server.stopped", served=server.served, refused=server.refused)
