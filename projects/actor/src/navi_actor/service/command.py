@@ -119,8 +119,8 @@ def artifacts_dir(settings: Any) -> Path:
     "publishing action schedules (for navi-environment serve --mode realtime; docs/service.md).",
 )
 @click.option("--control-hz", type=float, help="Realtime: control rate, the env's tick rate (default 20).")
-@click.option("--latency-ms", type=float, help="Realtime: artificial extra inference delay (default 0).")
-@click.option("--jitter-ms", type=float, help="Realtime: uniform +- jitter on that delay (default 0).")
+@click.option("--latency-ms", type=float, help="Realtime/async: extra inference delay (default 0).")
+@click.option("--jitter-ms", type=float, help="Realtime/async: uniform +- jitter on that delay (default 0).")
 @click.option("--blend/--no-blend", default=None, help="Realtime: blend new chunks in (default) or switch.")
 @click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ...")
 @click.option("--torch-threads", type=int, help="torch intra-op threads (default 1: the env shares the CPU).")

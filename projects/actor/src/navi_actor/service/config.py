@@ -32,10 +32,10 @@ class ServiceConfig(SettingsGroup):
         default=20.0, gt=0.0, le=1000.0, description="Realtime: control rate, the environment's tick rate."
     )
     latency_ms: float = Field(
-        default=0.0, ge=0.0, description="Realtime: artificial extra inference delay after each forward pass."
+        default=0.0, ge=0.0, description="Realtime/async mode: extra delay after each forward pass, ms."
     )
     jitter_ms: float = Field(
-        default=0.0, ge=0.0, description="Realtime: uniform +- jitter on that delay, ms."
+        default=0.0, ge=0.0, description="Realtime and async mode: uniform +- jitter on that delay, ms."
     )
     blend: bool = Field(
         default=True,
