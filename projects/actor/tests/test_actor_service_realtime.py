@@ -7,6 +7,10 @@ The test plays a real-time environment: a thread publishes one observation per t
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,15 +21,11 @@ import pytest
 import torch
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
-from navi_actor.inference.policy_source import resolve_policy_source
-from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.service import BrainSettings, run_brain
-from navi_actor.service.brain import realtime_plan
 from navi_actor.service.env_bridge import observation_message
-from navi_actor.service.realtime_loop import RealtimeLoop
-from navi_contracts import Action, Publisher, Subscriber, free_tcp_endpoint, topics
+from navi_contracts import Action, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
 
 SMALL = {
     "azimuth": 32,
@@ -121,48 +121,54 @@ def new_chunk_start(action: Action) -> int:
     return int(ticks[first])
 
 
+def brain_stats(subscriber: Subscriber, latest: dict[str, float]) -> dict[str, float]:
+    """Drain the brain's telemetry; the newest ``actor.service.stats`` payload."""
+    while (message := subscriber.recv(timeout_ms=0)) is not None:
+        if isinstance(message[1], TelemetryEvent) and message[1].event_type == "actor.service.stats":
+            latest = dict(message[1].payload)
+    return latest
+
+
 @pytest.mark.slow
 def test_control_keeps_its_rate_while_inference_is_slow_and_chunks_start_after_the_delay(
     tmp_path: Path,
 ) -> None:
+    """``navi-actor serve --inference realtime`` as a real process (its own control loop, its spawned
+    inference process) against a 20 Hz observation stream, with 150 +- 20 ms of injected latency."""
     env_endpoint, brain_endpoint = free_tcp_endpoint(), free_tcp_endpoint()
-    settings = BrainSettings(
-        service={"inference": "realtime", "sub_endpoint": env_endpoint, "pub_endpoint": brain_endpoint,
-                 "checkpoint": planned_checkpoint(tmp_path), "deterministic": True, "control_hz": HZ,
-                 "latency_ms": 150.0, "jitter_ms": 20.0, "blend": False},
-        train={"artifacts_dir": tmp_path},
-    )  # fmt: skip
+    argv = [sys.executable, "-m", "navi_actor.service", "--inference", "realtime", "--sub", env_endpoint,
+            "--pub", brain_endpoint, "--checkpoint", str(planned_checkpoint(tmp_path)), "--deterministic",
+            "--control-hz", str(HZ), "--latency-ms", "150", "--jitter-ms", "20", "--no-blend"]  # fmt: skip
+    variables = {**os.environ, "NAVI_ACTOR_SERVICE__STATS_SECONDS": "0.5", "NAVI_ACTOR_LOG_LEVEL": "warning"}
     environment = RealtimeEnvironment(env_endpoint)
-    publisher = Publisher(brain_endpoint)
     subscriber = Subscriber(brain_endpoint, [topics.ACTION])
-    publisher.wait_for_subscribers(topics.ACTION, timeout_ms=10_000)
-    plan = realtime_plan(settings, resolve_policy_source(settings.service.checkpoint, tmp_path))
-    telemetry = ActingTelemetry(None, "actor.service")
-    loop = RealtimeLoop(plan, subscriber=Subscriber(env_endpoint, [topics.DISTANCE_MATRIX], latest_only=True),
-                        publisher=publisher, telemetry=telemetry, config=settings.service)  # fmt: skip
-    stop = threading.Event()
-    brain = threading.Thread(target=loop.run, args=(stop,), daemon=True)
-    brain.start()
-    environment.start()
+    telemetry = Subscriber(brain_endpoint, [topics.TELEMETRY_EVENT])
+    brain = subprocess.Popen(argv, env=variables, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
+        environment.start()
         first_action(subscriber)  # the inference process is up (spawn, torch import, policy)
-        periods_before, missed_before = loop.periods, loop.missed_periods
-        started = time.monotonic()
+        receive(subscriber, 1.0)  # and past its first, slowest inferences
+        before = brain_stats(telemetry, {})
         actions = receive(subscriber, 3.0)
-        elapsed = time.monotonic() - started
-        counters = loop.counters()
+        time.sleep(0.6)  # one more stats period
+        after = brain_stats(telemetry, before)
     finally:
-        stop.set()
-        brain.join(timeout=10)
-        environment.close()
-        subscriber.close()
-        publisher.close()
-    assert not brain.is_alive()
-    assert loop.worker is None and loop.shared is None  # the inference process was stopped and joined
-    periods = loop.periods - periods_before
-    assert loop.missed_periods - missed_before == 0
-    assert periods >= 0.8 * elapsed * HZ, f"{periods} control periods in {elapsed:.1f} s at {HZ} Hz"
-    assert counters["inferences"] < 0.5 * periods  # inference ran at its own, slower pace
+        brain.send_signal(signal.SIGTERM)
+        try:
+            _, errors = brain.communicate(timeout=20)
+        finally:
+            if brain.poll() is None:
+                brain.kill()
+            environment.close()
+            subscriber.close()
+            telemetry.close()
+    assert brain.returncode == 0, errors.decode(errors="replace")[-2000:]
+    assert before and after, "no actor.service.stats events"
+    periods = after["control_periods"] - before["control_periods"]
+    elapsed = 3.0 + 0.6
+    assert after["missed_periods"] - before["missed_periods"] == 0
+    assert periods >= 0.8 * elapsed * HZ, f"{periods} control periods in about {elapsed} s at {HZ} Hz"
+    assert after["inferences"] - before["inferences"] < 0.5 * periods  # inference ran at its own pace
     # 150 +- 20 ms of latency is 3-4 periods: a chunk answering tick s takes effect at s + 4 or later,
     # its first entries (for ticks already committed) dropped, the rest exactly the plan's
     delays = [new_chunk_start(action) - action.step_id for action in actions]

@@ -12,6 +12,7 @@ forward pass, so a fast machine can play a slow one.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import random
 import signal
 import time
@@ -48,6 +49,9 @@ from navi_actor.service.realtime_shared import (
 )
 
 _WAIT_S = 0.2  # longest wait for an observation: bounds the reaction to stop and to a dead parent
+INFERENCE_NICENESS = 5
+"""The inference process lowers its own scheduling priority by this much (any user may): on a busy
+machine the light control process then wins the CPU and keeps its rate, the heavy inference waits."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class InferencePlan:
 def run_inference_process(plan: InferencePlan, condition: Condition, stop: Event) -> None:
     """Spawn target: serve inferences until ``stop`` is set or the control process is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the control process decides when to stop
+    if hasattr(os, "nice"):
+        os.nice(INFERENCE_NICENESS)
     if plan.torch_threads is not None:
         torch.set_num_threads(plan.torch_threads)
     shared = SharedState(SharedLayout(**plan.layout), condition, name=plan.block_name)

@@ -102,30 +102,46 @@ class SharedState:
         """The int64 counters (read or written under the lock)."""
         return self.views["header"]
 
-    def write_observation(self, message: DistanceMatrix, arrival: float) -> None:
-        """Copy ``message`` in as the newest observation and wake the inference process."""
-        views = self.views
-        with self.condition:
-            if self.header[OBS_VERSION] > self.header[CONSUMED]:  # the previous one was never read
-                self.header[SKIPPED_OBSERVATIONS] += 1
+    def write_observation(self, message: DistanceMatrix, arrival: float, *, wait: bool = True) -> bool:
+        """Copy ``message`` in as the newest observation and wake the inference process.
+
+        With ``wait=False`` it gives up at once when the other process holds the lock (the control
+        process then keeps the message and tries again on its next poll); returns whether it wrote.
+        """
+        if not self.condition.acquire(wait):
+            return False
+        try:
+            views, header = self.views, self.header
+            if header[OBS_VERSION] > header[CONSUMED]:  # the previous one was never read
+                header[SKIPPED_OBSERVATIONS] += 1
             views["depth"][...] = message.depth
             views["semantic"][...] = message.semantic
             views["valid"][...] = message.valid_mask
             views["env_ids"][...] = message.env_ids
             views["episode_ids"][...] = message.episode_ids
             views["arrival"][0] = arrival
-            self.header[OBS_TICK] = message.step_id
-            self.header[OBS_VERSION] += 1
+            header[OBS_TICK] = message.step_id
+            header[OBS_VERSION] += 1
             self.condition.notify_all()
+            return True
+        finally:
+            self.condition.release()
 
-    def read_schedule(self, out: np.ndarray) -> tuple[int, int, int, int]:
-        """Copy the schedule into ``out [B, capacity, A]``; returns ``(version, start, length, answers)``."""
-        header = self.header
-        with self.condition:
+    def read_schedule(self, out: np.ndarray, *, wait: bool = True) -> tuple[int, int, int, int] | None:
+        """Copy the schedule into ``out [B, capacity, A]``; ``(version, start, length, answers)``.
+
+        With ``wait=False``: None at once when the other process holds the lock.
+        """
+        if not self.condition.acquire(wait):
+            return None
+        try:
+            header = self.header
             length = int(header[SCHEDULE_LENGTH])
             out[:, :length] = self.views["schedule"][:, :length]
             return (int(header[SCHEDULE_VERSION]), int(header[SCHEDULE_START]), length,
                     int(header[SCHEDULE_ANSWERS]))  # fmt: skip
+        finally:
+            self.condition.release()
 
     def close(self) -> None:
         """Drop the views and detach; the owner also frees the block.
