@@ -131,7 +131,9 @@ class RealtimeLoop:
     def _period(self, now: float) -> None:
         if self._publish(now):
             self.periods += 1
-            self.telemetry.record_step(0.0, torch.zeros(self.env_ids.shape[0], dtype=torch.bool),
+            # the stats' latency is the age of the published action: its tick minus the one it answers
+            age_s = (self.last_start - self.schedule_meta[3]) * self.period
+            self.telemetry.record_step(age_s, torch.zeros(self.env_ids.shape[0], dtype=torch.bool),
                                        torch.full(self.env_ids.shape, float("nan")))  # fmt: skip
         else:
             self.exhausted_periods += 1
@@ -153,7 +155,7 @@ class RealtimeLoop:
             self.schedule_meta = copied
         version, start, length, answers = self.schedule_meta
         self.seen_version = version
-        if length == 0:
+        if length == 0 or answers > self.latest_tick:  # nothing yet, or from before an env restart
             return False
         upcoming = upcoming_tick(self.latest_tick, self.latest_arrival, now, self.period)
         first = max(upcoming, start, self.last_start)  # start ticks never go back (stale to the env)
