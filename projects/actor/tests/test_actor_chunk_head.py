@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from navi_actor.algorithms.ppo import CHUNK_METRIC, PPOLearner
 from navi_actor.bc import BCConfig
 from navi_actor.bc.dataset import DemoData
 from navi_actor.bc.trainer import train_bc
-from navi_actor.checkpoints.format import stored_policy_config
+from navi_actor.checkpoints import Checkpoint, load_checkpoint, save_checkpoint
 from navi_actor.config import PPOConfig
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.point_env import PointGoalEnv
@@ -79,13 +80,22 @@ def test_h1_has_no_chunk_parameters_and_ppo_is_bit_identical_whatever_the_coeffi
     assert all(torch.equal(results[0][k], results[1][k]) for k in results[0])
 
 
-def test_a_checkpoint_config_without_action_chunk_loads_unchanged() -> None:
-    old_config = json.loads(SMALL.model_dump_json())
-    del old_config["action_chunk"]  # written before the field existed
-    config = stored_policy_config(json.dumps(old_config))
-    assert config.action_chunk == 1
-    old_weights = NaviPolicy(SMALL).state_dict()
-    NaviPolicy(config).load_state_dict(old_weights, strict=True)
+def test_a_checkpoint_written_before_action_chunk_loads_and_acts_unchanged(tmp_path: Path) -> None:
+    torch.manual_seed(4)
+    policy = NaviPolicy(SMALL).eval()
+    path = save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=SMALL), tmp_path / "old.pt")
+    payload = torch.load(path, weights_only=True)
+    old_config = json.loads(payload["policy_config"])
+    del old_config["action_chunk"]  # the policy config as checkpoints stored it before the field existed
+    payload["policy_config"] = json.dumps(old_config)
+    torch.save(payload, path)
+    loaded = load_checkpoint(path)
+    assert loaded.policy_config.action_chunk == 1
+    restored = NaviPolicy(loaded.policy_config).eval()
+    restored.load_state_dict(loaded.model, strict=True)
+    obs, state, start = torch.rand(2, 3, 16, 8), policy.initial_state(2), torch.ones(2, dtype=torch.bool)
+    before, after = policy.act(obs, state, start, True), restored.act(obs, state, start, True)
+    assert torch.equal(before.action, after.action) and after.action_chunk is None
 
 
 def test_chunk_output_starts_with_the_mean_and_matches_the_sequence_evaluation() -> None:
