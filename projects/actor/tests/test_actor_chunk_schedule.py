@@ -72,6 +72,20 @@ def test_blending_is_continuous_at_the_chunk_boundary() -> None:
     assert torch.equal(executed(merged, 110, 112), new.actions[0, 6:8, 0])
 
 
+def test_a_blend_window_hands_over_to_the_new_chunk_early_and_stays_continuous() -> None:
+    previous = Schedule(start=100, actions=ramp(-0.5, 0.05, 10))  # ticks 100..109
+    new = Schedule(start=102, actions=ramp(0.6, -0.02, 8))  # ticks 102..109 overlap: 8 ticks
+    merged = merge_schedules(previous, new, upcoming_tick=101, blend_ticks=3)
+    assert merged.start == 101 and merged.end == 110
+    weights = torch.tensor([0.75, 0.5, 0.25])
+    expected = weights * previous.actions[0, 2:5, 0] + (1 - weights) * new.actions[0, :3, 0]
+    torch.testing.assert_close(executed(merged, 102, 105), expected)
+    assert torch.equal(executed(merged, 105, 110), new.actions[0, 3:, 0])  # the new plan alone after
+    path = torch.cat([previous.actions[0, :1, 0], executed(merged, 101, 110)])
+    gap = float((previous.actions[0, 2:, 0] - new.actions[0, :8, 0]).abs().max())
+    assert float(path.diff().abs().max()) <= 0.05 + gap / (3 + 1) + 1e-6
+
+
 def test_identical_plans_blend_to_themselves_and_results_stay_in_range() -> None:
     plan = ramp(0.9, 0.05, 6).clamp(-1, 1)
     merged = merge_schedules(Schedule(10, plan), Schedule(12, plan[:, 2:]), upcoming_tick=11)

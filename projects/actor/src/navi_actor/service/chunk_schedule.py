@@ -9,9 +9,10 @@ Inference takes time. If the new chunk can only take effect at tick ``s + d`` (`
 delay), its first ``d - 1`` entries are for ticks already committed and are dropped. ``d`` is
 estimated with a running maximum over the last few inferences (:class:`DelayEstimator`), so one
 slow inference makes the next chunks start late enough too. Where the new chunk overlaps the ticks
-still covered by the previous schedule, the two are blended with weights falling from 1 (the
-committed previous actions) to 0 (the new ones), as real-time chunking does, so the executed
-actions do not jump when a new chunk arrives (:func:`merge_schedules`).
+still covered by the previous schedule, the two are blended over the first few ticks (the delay
+estimate: about one inference) with weights falling from 1 (the committed previous actions) to 0
+(the new ones), as real-time chunking does, so the executed actions do not jump when a new chunk
+arrives (:func:`merge_schedules`).
 
 Pure tensor functions without processes or sockets; ``[B, K, A]`` schedules (B drones, K ticks).
 """
@@ -105,16 +106,23 @@ def blend_weights(overlap: int, device: torch.device | str = "cpu") -> torch.Ten
 
 
 def merge_schedules(
-    previous: Schedule | None, new: Schedule, upcoming_tick: int, blend: bool = True
+    previous: Schedule | None,
+    new: Schedule,
+    upcoming_tick: int,
+    blend: bool = True,
+    blend_ticks: int | None = None,
 ) -> Schedule:
     """The schedule to execute from ``upcoming_tick`` on: the previous one until the new one starts,
-    then the new one, blended with the previous over the ticks both cover.
+    then the new one, blended with the previous over the first ticks both cover.
 
     Args:
         previous: the schedule in force (None: nothing scheduled yet).
         new: the aligned new chunk.
         upcoming_tick: the next tick the environment executes; earlier entries are dropped.
         blend: False switches to the new chunk abruptly (for comparison).
+        blend_ticks: blend over at most this many ticks, then follow the new chunk alone (None:
+            the whole overlap). A long blend keeps executing old plans long after newer ones came;
+            the brain blends over its delay estimate, about one inference's worth of ticks.
 
     Returns:
         A contiguous schedule starting at ``max(upcoming_tick, ...)``; when the previous schedule
@@ -129,6 +137,8 @@ def merge_schedules(
     if previous is None or not previous.start <= start <= previous.end or previous.end <= upcoming_tick:
         return Schedule(start, actions)
     overlap = min(previous.end, start + actions.shape[1]) - start
+    if blend_ticks is not None:
+        overlap = min(overlap, max(1, blend_ticks))
     if blend and overlap > 0:
         weights = blend_weights(overlap, actions.device)[None, :, None]
         old = previous.actions[:, start - previous.start : start - previous.start + overlap]

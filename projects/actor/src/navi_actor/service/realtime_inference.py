@@ -161,7 +161,8 @@ class InferenceLoop:
         upcoming = upcoming_tick(latest_tick, arrival, time.monotonic(), self.plan.period_s)
         self.estimator.record(measured_delay(tick, upcoming))
         delay = self.estimator.ticks
-        merged = merge_schedules(self.previous, align_chunk(chunk, tick, delay), upcoming, self.plan.blend)
+        new = align_chunk(chunk, tick, delay)
+        merged = merge_schedules(self.previous, new, upcoming, self.plan.blend, blend_ticks=delay)
         length = min(int(merged.actions.shape[1]), self.shared.layout.capacity)
         self.previous = Schedule(merged.start, merged.actions[:, :length])
         with self.shared.condition:
