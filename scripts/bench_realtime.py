@@ -26,8 +26,9 @@ consecutive executed actions), ``coverage`` (visit cells of the planned episode 
     uv run python scripts/bench_realtime.py [--checkpoint CKPT] [--latencies 0,1,2,4] [--ticks 200]
 
 Without ``--checkpoint`` a fresh policy with ``--chunk`` steps is used (its chunk head predicts the
-initial mean actions): pass a checkpoint trained with ``NAVI_ACTOR_POLICY__ACTION_CHUNK=4`` for a
-meaningful comparison.
+initial mean actions): pass a checkpoint trained with ``NAVI_ACTOR_POLICY__ACTION_CHUNK=12`` for a
+meaningful comparison (its H must exceed the delay plus the time between inferences: 12 covers
+2-4 periods at 20 Hz).
 """
 
 from __future__ import annotations
