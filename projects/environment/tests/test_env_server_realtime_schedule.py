@@ -86,6 +86,18 @@ def test_a_plain_action_runs_from_the_next_tick_even_when_late_then_the_fallback
     assert scheduler.stats.age_sum.tolist() == [3 + 4] * 2
 
 
+def test_per_drone_figures_keep_drones_apart() -> None:
+    scheduler = ActionScheduler(DRONES)
+    scheduler.receive(plain_action(step_id=2, value=0.5, env_ids=[1]), next_tick=3)
+    scheduler.tick(3)
+    scheduler.tick(4)
+    figures = scheduler.stats.per_drone()
+    assert figures["ticks"] == [2.0, 2.0]
+    assert figures["fallback_ticks"] == [2.0, 1.0]  # drone 0 never got an action
+    assert np.isnan(figures["mean_action_age_ticks"][0]) and figures["mean_action_age_ticks"][1] == 1.5
+    assert np.isnan(figures["max_action_age_ticks"][0]) and figures["max_action_age_ticks"][1] == 2.0
+
+
 def test_slow_fallback_halves_the_last_action_each_tick_yaw_included() -> None:
     scheduler = ActionScheduler(DRONES, fallback="slow")
     scheduler.receive(plain_action(step_id=0, value=0.8), next_tick=1)

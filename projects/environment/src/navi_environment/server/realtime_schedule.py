@@ -87,6 +87,19 @@ class RealtimeStats:
         self.age_count += aged
         np.maximum(self.age_max, ages, out=self.age_max)
 
+    def per_drone(self) -> dict[str, list[float]]:
+        """Per-drone figures (lists of B floats; ages NaN for a drone that never executed an action)."""
+        counted = self.age_count > 0
+        mean_age = np.divide(
+            self.age_sum, self.age_count, out=np.full(self.num_drones, np.nan), where=counted
+        )
+        return {
+            "ticks": self.ticks.astype(float).tolist(),
+            names.FALLBACK_TICKS: self.fallback_ticks.astype(float).tolist(),
+            names.MEAN_ACTION_AGE_TICKS: mean_age.tolist(),
+            names.MAX_ACTION_AGE_TICKS: np.where(counted, self.age_max, np.nan).tolist(),
+        }
+
     def snapshot(self) -> dict[str, float]:
         """Aggregates over drones, the telemetry payload (every value a float; ages NaN before any)."""
         counted = int(self.age_count.sum())
