@@ -239,8 +239,6 @@ def _prepare(folder: Path, checkpoint: Path | None, chunk: int, sensor: tuple[in
     from navi_environment.corpus.sources import compile_source
     from navi_environment.gmdag.writer import write_gmdag
 
-    scene = folder / "scene.gmdag"
-    write_gmdag(compile_source(scene_source, CompileSettings(), resolution=resolution).asset, scene)
     if checkpoint is None:
         torch.manual_seed(0)
         config = PolicyConfig(action_chunk=chunk, azimuth=sensor[0], elevation=sensor[1])
@@ -253,6 +251,8 @@ def _prepare(folder: Path, checkpoint: Path | None, chunk: int, sensor: tuple[in
     single = loaded.policy_config.model_copy(update={"action_chunk": 1})
     weights = {key: value for key, value in loaded.model.items() if not key.startswith("actor.chunk.")}
     h1 = save_checkpoint(Checkpoint(model=weights, policy_config=single), folder / "h1.pt")
+    scene = folder / "scene.gmdag"
+    write_gmdag(compile_source(scene_source, CompileSettings(), resolution=resolution).asset, scene)
     return {"scene": scene, "chunked": checkpoint, "h1": h1}
 
 
