@@ -7,6 +7,7 @@ The test plays a real-time environment: a thread publishes one observation per t
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -21,10 +22,13 @@ import pytest
 import torch
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.inference import PolicyStepper
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.service import BrainSettings, run_brain
 from navi_actor.service.env_bridge import observation_message
+from navi_actor.service.realtime_inference import InferenceLoop, InferencePlan
+from navi_actor.service.realtime_shared import SKIPPED_OBSERVATIONS, SharedLayout, SharedState
 from navi_contracts import Action, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
 
 SMALL = {
@@ -209,3 +213,46 @@ def test_realtime_brain_with_h1_publishes_single_action_schedules(tmp_path: Path
         assert message.chunk is not None and message.chunk.shape[0] == 2 and message.chunk.shape[2] == 4
         assert message.start_tick is not None and message.start_tick >= message.step_id + 1
         assert np.array_equal(message.chunk[:, 0], message.actions) and message.policy_id == "fresh"
+
+
+def test_inference_state_follows_exactly_the_consumed_observations(tmp_path: Path) -> None:
+    """The inference loop, stepped by hand on shared memory (no process): a skipped observation never
+    touches the memory, a changed episode id resets that drone only, as the sequential brain does."""
+    torch.manual_seed(2)
+    config = PolicyConfig(action_chunk=3, **SMALL)  # type: ignore[arg-type]
+    policy = NaviPolicy(config).eval()
+    path = save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=config), tmp_path / "p.pt")
+    layout = SharedLayout(drones=2, azimuth=32, elevation=8)
+    condition = multiprocessing.get_context("spawn").Condition()
+    shared = SharedState(layout, condition)
+    plan = InferencePlan(
+        block_name=shared.name, layout=layout.as_dict(), checkpoint=str(path), policy_id="p",
+        fresh_config_json=config.model_dump_json(), device="cpu", deterministic=True, seed=0,
+        period_s=10.0, latency_ms=0.0, jitter_ms=0.0, blend=False, delay_window=10, torch_threads=None,
+    )  # fmt: skip
+    loop = InferenceLoop(plan, SharedState(layout, condition, name=shared.name), threading.Event())
+    reference = PolicyStepper(policy, 2, deterministic=True)
+    env = PointGoalEnv(2, azimuth=32, elevation=8, max_steps=1000)
+    frames = [env.reset(1)] + [env.step(torch.full((2, 4), 0.3)).obs.clone() for _ in range(4)]
+    episode_ids = np.zeros(2, dtype=np.int64)
+    schedule = np.zeros((2, layout.capacity, 4), dtype=np.float32)
+    try:
+        for tick, consumed in [(0, True), (1, False), (2, True), (3, True)]:
+            if tick == 3:
+                episode_ids = np.array([0, 1], dtype=np.int64)  # drone 1 starts a new episode
+                reference.end_episodes(torch.tensor([False, True]))
+            message = observation_message(frames[tick], np.arange(2, dtype=np.int32), episode_ids, tick)
+            shared.write_observation(message, time.monotonic())
+            if not consumed:
+                continue
+            taken = loop._take()
+            assert taken == tick
+            loop._infer(tick)
+            expected = reference.act(frames[tick])
+            _, start, length, answers = shared.read_schedule(schedule) or (0, 0, 0, 0)
+            assert (start, answers) == (tick + 1, tick) and length == 3  # the chunk from the next tick
+            np.testing.assert_allclose(schedule[:, 0], expected.numpy(), atol=1e-6)
+        assert int(shared.header[SKIPPED_OBSERVATIONS]) == 1  # tick 1 was overwritten unread
+    finally:
+        loop.shared.close()
+        shared.close()
