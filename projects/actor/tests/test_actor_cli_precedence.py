@@ -101,6 +101,11 @@ CASES: dict[str, list[Case]] = {
         _int("--request-timeout-ms", "service.request_timeout_ms", 700, 500, 300),
         Case("--keys", "service.keys", "{tmp}/keys_cli", "{tmp}/keys_env", "{tmp}/keys_dotenv"),
         _int("--wait-for-subscribers", "service.wait_for_subscribers"),
+        Case("--inference", "service.inference", "realtime", "sequential", "realtime"),
+        Case("--control-hz", "service.control_hz", "30.0", "25.0", "15.0"),
+        Case("--latency-ms", "service.latency_ms", "30.0", "20.0", "10.0"),
+        Case("--jitter-ms", "service.jitter_ms", "3.0", "2.0", "1.0"),
+        Case("--no-blend", "service.blend", None, "true", "false", "False"),
         Case("--device", "train.device", "cuda:3", "cuda:2", "cuda:1"),
         _int("--torch-threads", "train.torch_threads"),
     ],
@@ -128,7 +133,7 @@ NOT_SETTINGS: dict[str, set[str]] = {
 }
 
 # A second spelling of a flag pair is tested through the case of its first spelling.
-PAIRS = {"--stochastic": "--deterministic"}
+PAIRS = {"--stochastic": "--deterministic", "--no-blend": "--blend"}
 
 
 class _Captured(Exception):  # noqa: N818 - a control-flow signal, not an error

@@ -92,6 +92,12 @@ class PPOConfig(SettingsGroup):
         "linearly from policy.log_std_max (the LR schedule's share): late training then acts close "
         "to the mean action, so the mean is what PPO optimises. null: no schedule.",
     )
+    chunk_coef: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="Weight of the chunk head's auxiliary loss (policy.action_chunk > 1): predict the "
+        "policy's own later mean actions along the rollout.",
+    )
     cuda_timing: bool = Field(default=False, description="Time update stages with CUDA events.")
 
 

@@ -68,3 +68,50 @@ def kl_to_reference(log_probs: torch.Tensor, reference_log_probs: torch.Tensor) 
     """
     log_ratio = reference_log_probs - log_probs
     return (log_ratio.exp() - 1.0 - log_ratio).mean()
+
+
+def chunk_targets(
+    targets: torch.Tensor, episode_starts: torch.Tensor, horizon: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Later actions along a sequence as chunk targets, and where they exist.
+
+    Args:
+        targets: [T, B, A] actions (or mean actions) of a time-major sequence.
+        episode_starts: [T, B] bool; True where a new episode begins at that step.
+        horizon: H, the chunk length (H-1 later ticks are predicted).
+
+    Returns:
+        ``(shifted [T, B, H-1, A], valid [T, B, H-1])``: ``shifted[t, :, k-1] = targets[t + k]``, valid
+        only when ``t + k`` is inside the sequence and no episode starts in ``(t, t + k]`` (the later
+        action belongs to the same episode).
+    """
+    T = targets.shape[0]
+    later = horizon - 1
+    padded = torch.cat([targets, targets.new_zeros((later, *targets.shape[1:]))])
+    starts_so_far = torch.cumsum(episode_starts.to(torch.int64), dim=0)  # [T, B]
+    beyond_end = torch.full((later, *starts_so_far.shape[1:]), -1, dtype=torch.int64, device=targets.device)
+    padded_starts = torch.cat([starts_so_far, beyond_end])  # -1 never equals a count: the end masks
+    shifted = torch.stack([padded[k : k + T] for k in range(1, horizon)], dim=2)
+    valid = torch.stack([padded_starts[k : k + T] == starts_so_far for k in range(1, horizon)], dim=2)
+    return shifted, valid
+
+
+def chunk_prediction_loss(
+    predicted: torch.Tensor, targets: torch.Tensor, episode_starts: torch.Tensor
+) -> torch.Tensor:
+    """Masked mean squared error of predicted later actions (the chunk head's auxiliary loss).
+
+    Args:
+        predicted: [T, B, H-1, A] predicted mean actions for the ticks t+1..t+H-1.
+        targets: [T, B, A] the sequence's actions (PPO: the policy's own detached mean actions; BC:
+            the demonstrated actions).
+        episode_starts: [T, B] bool episode starts of the same sequence.
+
+    Returns:
+        Scalar loss: the squared error averaged over the valid (same episode, inside the sequence)
+        entries; 0 when none is valid.
+    """
+    shifted, valid = chunk_targets(targets, episode_starts, predicted.shape[2] + 1)
+    mask = valid.unsqueeze(-1).to(predicted.dtype)
+    count = (mask.sum() * predicted.shape[-1]).clamp(min=1.0)
+    return ((predicted - shifted).square() * mask).sum() / count

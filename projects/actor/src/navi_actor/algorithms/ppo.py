@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from navi_actor.algorithms.losses import clipped_surrogate_loss, clipped_value_loss, kl_to_reference
+from navi_actor.algorithms.losses import (
+    chunk_prediction_loss,
+    clipped_surrogate_loss,
+    clipped_value_loss,
+    kl_to_reference,
+)
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.config import PPOConfig
 from navi_actor.models import NaviPolicy
@@ -41,6 +46,7 @@ METRIC_NAMES = (
     "grad_norm",
     "auxiliary_loss",
 )
+CHUNK_METRIC = "chunk_loss"  #: reported only by policies with a chunk head (policy.action_chunk > 1)
 AuxiliaryStep = Callable[[SequenceBatch], torch.Tensor]
 
 
@@ -225,7 +231,7 @@ class PPOLearner:
         on_minibatch: Callable[[], None] | None,
     ) -> dict[str, float]:
         cfg = self.config
-        sums = torch.zeros(len(METRIC_NAMES), device=storage.device)
+        sums = torch.zeros(len(METRIC_NAMES) + 1, device=storage.device)  # + the chunk loss
         batches = storage.sequence_minibatches(cfg.num_minibatches, generator)
         pending = 0
         for _index in range(cfg.num_minibatches):
@@ -247,7 +253,9 @@ class PPOLearner:
             sums[METRIC_NAMES.index("grad_norm")] += self._optimizer_step(timer)
         optimizer_steps = -(-cfg.num_minibatches // cfg.gradient_accumulation)
         means = (sums / cfg.num_minibatches).tolist()  # the one host copy of this epoch
-        metrics = dict(zip(METRIC_NAMES, means, strict=True))
+        metrics = dict(zip((*METRIC_NAMES, CHUNK_METRIC), means, strict=True))
+        if self.policy.actor.chunk is None:
+            del metrics[CHUNK_METRIC]
         metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
         return metrics
 
@@ -274,6 +282,13 @@ class PPOLearner:
             entropy = evaluation.entropy.mean()
             reference_kl = self._reference_kl(batch, log_probs)
             loss = cfg.value_coef * value_loss
+            chunk_loss = torch.zeros((), device=loss.device)
+            if evaluation.later_means is not None:
+                # targets: the policy's own later mean actions along this rollout sequence (detached)
+                chunk_loss = chunk_prediction_loss(
+                    evaluation.later_means, evaluation.action_mean.detach(), batch.episode_starts
+                )
+                loss = loss + cfg.chunk_coef * chunk_loss
             if not warming_up:
                 loss = loss + policy_loss - cfg.entropy_coef * entropy
                 loss = loss + self.reference_kl_coef() * reference_kl
@@ -290,6 +305,7 @@ class PPOLearner:
                 reference_kl.detach(),
                 zero,
                 zero,
+                chunk_loss.detach(),
             ]
         )
 

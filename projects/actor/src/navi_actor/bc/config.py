@@ -24,6 +24,12 @@ class BCConfig(BaseModel):
     holdout_fraction: float = Field(
         default=0.1, ge=0.0, lt=1.0, description="Share of episodes held out to measure imitation."
     )
+    chunk_coef: float = Field(
+        default=1.0,
+        ge=0.0,
+        description="Weight of the chunk head's loss (policy.action_chunk > 1): predict the demonstrated "
+        "actions of the next H-1 ticks (masked at episode ends).",
+    )
     log_std: float | None = Field(
         default=None,
         description="Frozen action log-std during BC (and after it, for RL). Default: keep the policy's.",

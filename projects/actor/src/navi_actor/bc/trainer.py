@@ -6,6 +6,10 @@ the mean scaled by ``1 / (2 sigma^2)`` plus a constant: BC fits the mean, and RL
 known, sensible exploration noise instead of the collapsed std a free NLL fit would produce. We
 report both the NLL and the plain action MSE (the imitation measure) per epoch.
 
+A policy with a chunk head (``policy.action_chunk`` H > 1) also fits its H-1 later outputs to the
+demonstrated actions of the next ticks (masked where the episode or the window ends), weighted by
+``bc.chunk_coef``; their squared error is reported as ``train_chunk_mse``.
+
 Demonstrated actions are the clipped, executed actions in [-1, 1]; the policy's raw Gaussian mean
 is fitted to them directly, the same space the PPO rollout clips its samples into.
 """
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 import structlog
 import torch
 
+from navi_actor.algorithms.losses import chunk_prediction_loss
 from navi_actor.bc.config import BCConfig
 from navi_actor.bc.dataset import DemoData, stream_indices
 from navi_actor.models import NaviPolicy
@@ -33,6 +38,7 @@ class BCHistory:
     train_nll: list[float] = field(default_factory=list)
     train_mse: list[float] = field(default_factory=list)
     holdout_mse: list[float] = field(default_factory=list)
+    train_chunk_mse: list[float] = field(default_factory=list)  #: empty without a chunk head
     baseline_mse: float = math.nan  #: held-out MSE of always predicting the training mean action
     optimizer_steps: int = 0
     seconds: float = 0.0
@@ -114,11 +120,16 @@ def train_bc(
         index, starts = stream_indices(train.episode_bounds, config.streams, generator)
         state = policy.initial_state(index.shape[1], device)
         nll_sum, mse_sum, windows = torch.zeros((), device=device), torch.zeros((), device=device), 0
+        chunk_sum = torch.zeros((), device=device)
         policy.train()
         for obs, actions, resets in _windows(train, index, starts, config.sequence_length, device):
             out = policy.evaluate_sequences(obs, actions, state, resets)
             state = out.final_state.detach()  # truncated BPTT: carry the state, cut the graph
             loss = -out.log_prob.mean()
+            if out.later_means is not None:
+                chunk_loss = chunk_prediction_loss(out.later_means, actions, resets)
+                loss = loss + config.chunk_coef * chunk_loss
+                chunk_sum += chunk_loss.detach()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
@@ -129,6 +140,8 @@ def train_bc(
         policy.eval()
         history.train_nll.append(float(nll_sum) / windows)
         history.train_mse.append(float(mse_sum) / windows)
+        if policy.actor.chunk is not None:
+            history.train_chunk_mse.append(float(chunk_sum) / windows)
         history.optimizer_steps += windows
         if len(holdout):
             history.holdout_mse.append(sequence_mse(policy, holdout, config.streams, config.sequence_length))

@@ -74,6 +74,25 @@ class PolicyStepper:
         self.episode_start = torch.zeros_like(self.episode_start)
         return clip_action(acted.action)
 
+    @torch.inference_mode()
+    def act_chunk(self, obs: torch.Tensor) -> torch.Tensor:
+        """Like :meth:`act`, but return the whole action chunk ``[B, H, 4]`` clipped to [-1, 1].
+
+        Entry 0 is exactly what :meth:`act` returns (the sample, or the mean if deterministic); the
+        later entries are the chunk head's mean actions for the next H-1 ticks (H = 1: none).
+        """
+        if obs.shape[0] != self.num_actors:
+            raise ValueError(f"observation batch {obs.shape[0]} does not match {self.num_actors} drones")
+        acted = self.policy.act(
+            obs.to(self.device), self.state, self.episode_start, deterministic=self.deterministic
+        )
+        self.state = acted.state
+        self.episode_start = torch.zeros_like(self.episode_start)
+        chunk = acted.action[:, None]
+        if acted.action_chunk is not None:
+            chunk = torch.cat([chunk, acted.action_chunk[:, 1:]], dim=1)
+        return clip_action(chunk)
+
     def end_episodes(self, done: torch.Tensor) -> None:
         """Mark drones whose episode ended (terminated or truncated): their state resets next act.
 

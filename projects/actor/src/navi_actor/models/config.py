@@ -59,6 +59,13 @@ class PolicyConfig(BaseModel):
         description="Action log-std: one learned vector for every state (global), or linear in the "
         "core features starting at that vector (state).",
     )
+    action_chunk: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Actions per prediction H: besides the current mean action the actor head predicts "
+        "the mean actions of the next H-1 ticks (real-time chunked inference); 1: today's policy.",
+    )
     value_head_init: Literal["orthogonal", "zero"] = Field(
         default="orthogonal", description="Critic output layer initialisation (zero: V = 0 everywhere)."
     )

@@ -7,6 +7,11 @@ policy can be sure where it knows what to do and noisy where it does not: then t
 only thing that makes it explore, and its mean action (how it is deployed) carries the behaviour.
 Sampled actions are *raw*: log-probabilities refer to the unclipped sample, and
 :func:`clip_action` maps them into the physics range [-1, 1] at the call site.
+
+``action_chunk=H > 1`` adds a chunk output: from the same features, the mean actions of the next
+H-1 ticks (a real-time brain executes them while its next inference runs). It is a separate linear
+layer that exists only when H > 1, so an H = 1 head has exactly today's parameters, random draws
+and outputs, and old checkpoints load unchanged.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ class GaussianActorHead(nn.Module):
         *,
         init_forward_mean: float = 0.0,
         state_dependent_std: bool = False,
+        action_chunk: int = 1,
     ) -> None:
         super().__init__()
         self.mean = nn.Linear(features, action_dim)
@@ -65,6 +71,20 @@ class GaussianActorHead(nn.Module):
             self.log_std_layer = nn.Linear(features, action_dim)
             nn.init.zeros_(self.log_std_layer.weight)
             nn.init.zeros_(self.log_std_layer.bias)
+        self.action_dim = action_dim
+        self.chunk: nn.Linear | None = None
+        if action_chunk > 1:
+            # like the mean layer: near-constant predictions that start at the initial mean action
+            self.chunk = nn.Linear(features, (action_chunk - 1) * action_dim)
+            nn.init.orthogonal_(self.chunk.weight, gain=0.01)
+            with torch.no_grad():
+                self.chunk.bias.copy_(self.mean.bias.repeat(action_chunk - 1))
+
+    def later_means(self, features: torch.Tensor) -> torch.Tensor | None:
+        """Mean actions of the next H-1 ticks ``[..., H-1, A]`` from features ``[..., F]``; None if H = 1."""
+        if self.chunk is None:
+            return None
+        return self.chunk(features).unflatten(-1, (-1, self.action_dim))
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Map features ``[..., F]`` to mean ``[..., A]`` and log-std ``[..., A]``."""

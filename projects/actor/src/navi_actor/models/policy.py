@@ -30,6 +30,8 @@ class ActOutput:
     state: torch.Tensor  #: [B, S] recurrent state after this step
     embedding: torch.Tensor  #: [B, embed_dim] encoder output (for RND / episodic memory)
     action_mean: torch.Tensor  #: [B, A] Gaussian mean
+    #: [B, H, A] mean actions for this tick and the next H-1 (``[:, 0]`` is ``action_mean``); None if H = 1
+    action_chunk: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class SequenceEval:
     action_mean: torch.Tensor  #: [T, B, A] Gaussian means (behaviour cloning)
     embedding: torch.Tensor  #: [T, B, embed_dim] encoder outputs
     final_state: torch.Tensor  #: [B, S] state after the last step
+    later_means: torch.Tensor | None = None  #: [T, B, H-1, A] predicted later mean actions; None if H = 1
 
 
 class NaviPolicy(nn.Module):
@@ -59,6 +62,7 @@ class NaviPolicy(nn.Module):
             (cfg.log_std_min, cfg.log_std_max),
             init_forward_mean=cfg.init_forward_mean,
             state_dependent_std=cfg.log_std_mode == "state",
+            action_chunk=cfg.action_chunk,
         )
         self.critic = ValueHead(cfg.embed_dim, zero_init=cfg.value_head_init == "zero")
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
@@ -117,6 +121,7 @@ class NaviPolicy(nn.Module):
         features, new_state = self.core.step(embedding, state)
         mean, log_std = self.actor(features)
         action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
+        later = self.actor.later_means(features)
         return ActOutput(
             action=action,
             log_prob=gaussian_log_prob(action, mean, log_std),
@@ -124,6 +129,7 @@ class NaviPolicy(nn.Module):
             state=new_state,
             embedding=embedding,
             action_mean=mean,
+            action_chunk=None if later is None else torch.cat([mean[:, None], later], dim=1),
         )
 
     def evaluate_sequences(
@@ -161,6 +167,7 @@ class NaviPolicy(nn.Module):
             action_mean=mean,
             embedding=embedding,
             final_state=final_state,
+            later_means=self.actor.later_means(features),
         )
 
     @torch.no_grad()

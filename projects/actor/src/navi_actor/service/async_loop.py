@@ -7,10 +7,13 @@ when the batch size changes or ``step_id`` goes backwards (the environment resta
 already acted on is never acted on twice (that would advance the recurrent state without a step);
 instead the last action is re-published every ``resend_ms`` so a lost action cannot stall an
 environment that waits for it. ``Action.step_id`` is the ``step_id`` of the observation it answers.
+``latency_ms`` / ``jitter_ms`` (0 by default) sleep after each decision, before the action goes out:
+a fast machine then plays a slow brain (the sequential baseline of ``scripts/bench_realtime.py``).
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 
@@ -55,6 +58,7 @@ class AsyncModeLoop:
         self._last_sent = 0.0
         self._last_seen = time.monotonic()
         self._silent = False
+        self._random = random.Random(config.seed)
 
     def run(self, stop: threading.Event) -> int:
         """Serve until stopped; returns the number of observations acted on."""
@@ -87,6 +91,7 @@ class AsyncModeLoop:
         else:
             self.core.end_episodes(starts)
         obs, action = self.core.act(message)
+        self._sleep_injected_latency()
         self.publisher.publish(topics.ACTION, action)
         self.steps += 1
         if self._silent:
@@ -99,6 +104,12 @@ class AsyncModeLoop:
         # async observations carry no episode returns: episodes are counted, returns stay NaN
         self.telemetry.record_step(time.perf_counter() - tick, done, torch.full((B,), float("nan")))
         self.telemetry.maybe_publish(obs, self.steps)
+
+    def _sleep_injected_latency(self) -> None:
+        config = self.config
+        delay_ms = config.latency_ms + self._random.uniform(-config.jitter_ms, config.jitter_ms)
+        if config.latency_ms > 0 or config.jitter_ms > 0:
+            time.sleep(max(0.0, delay_ms) / 1e3)
 
     def _episode_starts(self, message: DistanceMatrix) -> np.ndarray | None:
         """``[B]`` bool of drones in a new episode; None when everything must reset."""

@@ -14,11 +14,14 @@ from pathlib import Path
 import structlog
 import torch
 
-from navi_actor.inference.policy_source import resolve_policy_source
+from navi_actor.inference.policy_source import PolicySource, resolve_policy_source
 from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.service.async_loop import AsyncModeLoop
 from navi_actor.service.brain_core import BrainCore
 from navi_actor.service.brain_settings import BrainSettings
+from navi_actor.service.command import SERVICE_TORCH_THREADS
+from navi_actor.service.realtime_inference import InferencePlan
+from navi_actor.service.realtime_loop import RealtimeLoop
 from navi_actor.service.step_loop import StepModeLoop
 from navi_contracts import Publisher, ReqClient, Subscriber, topics
 from navi_contracts import telemetry_names as names
@@ -49,7 +52,12 @@ def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Even
     curve = load_keys(config.keys)
     with ExitStack() as sockets:
         publisher = sockets.enter_context(Publisher(config.pub_endpoint, curve=curve))
-        log.info("actor.service.publishing", endpoint=config.pub_endpoint, mode=config.mode)
+        log.info(
+            "actor.service.publishing",
+            endpoint=config.pub_endpoint,
+            mode=config.mode,
+            inference=config.inference,
+        )
         source = resolve_policy_source(config.checkpoint, artifacts_dir / "models")
         core = BrainCore(
             source,
@@ -69,8 +77,15 @@ def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Even
             publisher.wait_for_subscribers(
                 topics.ACTION, count=config.wait_for_subscribers, timeout_ms=config.subscriber_wait_ms
             )
-        loop: StepModeLoop | AsyncModeLoop
-        if config.mode == "step":
+        loop: StepModeLoop | AsyncModeLoop | RealtimeLoop
+        if config.inference == "realtime":
+            subscriber = sockets.enter_context(
+                Subscriber(config.sub_endpoint, [topics.DISTANCE_MATRIX], latest_only=True, curve=curve)
+            )
+            log.info("actor.service.realtime", endpoint=config.sub_endpoint, control_hz=config.control_hz)
+            plan = realtime_plan(settings, source)
+            loop = RealtimeLoop(plan, subscriber, publisher, telemetry, config)
+        elif config.mode == "step":
             client = sockets.enter_context(
                 ReqClient(
                     config.step_endpoint,
@@ -88,5 +103,26 @@ def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Even
             log.info("actor.service.subscribed", endpoint=config.sub_endpoint, policy_id=core.policy_id)
             loop = AsyncModeLoop(core, subscriber, publisher, telemetry, config)
         steps = loop.run(stop)
-        log.info("actor.service.stopped", steps=steps, mode=config.mode)
+        log.info("actor.service.stopped", steps=steps, mode=config.mode, inference=config.inference)
         return steps
+
+
+def realtime_plan(settings: BrainSettings, source: PolicySource) -> InferencePlan:
+    """The inference process's plan (its shared block is named when it is spawned)."""
+    config = settings.service
+    return InferencePlan(
+        block_name="",
+        layout={},
+        checkpoint=None if source.path is None else str(source.path),
+        policy_id=source.policy_id,
+        fresh_config_json=settings.policy_config().model_dump_json(),
+        device=str(settings.train.device),
+        deterministic=config.deterministic,
+        seed=config.seed,
+        period_s=1.0 / config.control_hz,
+        latency_ms=config.latency_ms,
+        jitter_ms=config.jitter_ms,
+        blend=config.blend,
+        delay_window=config.delay_window,
+        torch_threads=settings.train.torch_threads or SERVICE_TORCH_THREADS,
+    )

@@ -105,6 +105,16 @@ def artifacts_dir(settings: Any) -> Path:
 @click.option(
     "--wait-for-subscribers", type=int, help="Wait for this many subscribers on the actor PUB first."
 )
+@click.option(
+    "--inference",
+    type=click.Choice(["sequential", "realtime"]),
+    help="sequential (default): act on each observation; realtime: control + inference processes "
+    "publishing action schedules (for navi-environment serve --mode realtime; docs/service.md).",
+)
+@click.option("--control-hz", type=float, help="Realtime: control rate, the env's tick rate (default 20).")
+@click.option("--latency-ms", type=float, help="Realtime/async: extra inference delay (default 0).")
+@click.option("--jitter-ms", type=float, help="Realtime/async: uniform +- jitter on that delay (default 0).")
+@click.option("--blend/--no-blend", default=None, help="Realtime: blend new chunks in (default) or switch.")
 @click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ...")
 @click.option("--torch-threads", type=int, help="torch intra-op threads (default 1: the env shares the CPU).")
 def serve(**options: Any) -> None:
@@ -137,6 +147,11 @@ def _serve_until_stopped(
     total_steps: int | None,
     request_timeout_ms: int | None,
     wait_for_subscribers: int | None,
+    inference: str | None,
+    control_hz: float | None,
+    latency_ms: float | None,
+    jitter_ms: float | None,
+    blend: bool | None,
     device: str | None,
     torch_threads: int | None,
 ) -> None:
@@ -157,6 +172,11 @@ def _serve_until_stopped(
             "total_steps": total_steps,
             "request_timeout_ms": request_timeout_ms,
             "wait_for_subscribers": wait_for_subscribers,
+            "inference": inference,
+            "control_hz": control_hz,
+            "latency_ms": latency_ms,
+            "jitter_ms": jitter_ms,
+            "blend": blend,
         },
         train={"device": device, "torch_threads": torch_threads},
     )

@@ -22,6 +22,28 @@ class ServiceConfig(SettingsGroup):
         default="step",
         description="step: drive the environment over REQ/REP; async: act on published observations.",
     )
+    inference: Literal["sequential", "realtime"] = Field(
+        default="sequential",
+        description="sequential: act on each observation in turn (step or async mode); realtime: a "
+        "control process publishes action schedules at control_hz while a spawned inference process "
+        "thinks (subscribes like async mode; for navi-environment serve --mode realtime).",
+    )
+    control_hz: float = Field(
+        default=20.0, gt=0.0, le=1000.0, description="Realtime: control rate, the environment's tick rate."
+    )
+    latency_ms: float = Field(
+        default=0.0, ge=0.0, description="Realtime/async mode: extra delay after each forward pass, ms."
+    )
+    jitter_ms: float = Field(
+        default=0.0, ge=0.0, description="Realtime and async mode: uniform +- jitter on that delay, ms."
+    )
+    blend: bool = Field(
+        default=True,
+        description="Realtime: blend a new chunk into the schedule in force (false: switch abruptly).",
+    )
+    delay_window: int = Field(
+        default=10, gt=0, description="Realtime: inferences over which the delay estimate is the maximum."
+    )
     sub_endpoint: str = Field(
         default=topics.ENV_PUB_CONNECT, description="Environment PUB to subscribe to (observations)."
     )
