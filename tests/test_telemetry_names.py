@@ -208,3 +208,24 @@ def test_realtime_environment_stats_are_understood_and_fill_the_realtime_charts(
         names.FALLBACK_TICKS,
     ):
         assert names.charted(name) and charts[name]["v"], name
+
+
+def test_the_realtime_brain_counters_are_understood_and_charted() -> None:
+    """``navi-actor serve --inference realtime`` adds its control-loop counters to every stats event."""
+    import multiprocessing
+
+    from navi_actor.service.realtime_loop import RealtimeLoop
+    from navi_actor.service.realtime_shared import SharedLayout, SharedState
+
+    loop = RealtimeLoop.__new__(RealtimeLoop)  # counters only: no sockets, no processes
+    loop.periods = loop.missed_periods = loop.exhausted_periods = loop.published = loop.observations = 0
+    condition = multiprocessing.get_context("spawn").Condition()
+    loop.shared = SharedState(SharedLayout(drones=1, azimuth=4, elevation=2), condition)
+    try:
+        counters = loop.counters()
+    finally:
+        loop.shared.close()
+    assert {"missed_periods", "delay_ticks", "inferences"} <= set(counters)
+    assert [key for key in counters if not names.understood(key)] == []
+    assert names.charted(names.MISSED_PERIODS) and names.charted(names.DELAY_TICKS)
+    assert names.understood("losses/chunk_loss")

@@ -69,6 +69,10 @@ MISSED_TICKS = "missed_ticks"
 """Real-time mode: control tick slots the environment's loop missed (it overran them)."""
 FALLBACK_TICKS = "fallback_ticks"
 """Real-time mode: drone-ticks executed without a scheduled action (the fallback ran)."""
+MISSED_PERIODS = "missed_periods"
+"""Real-time brain: control periods its control loop missed (it must never wait on inference)."""
+DELAY_TICKS = "delay_ticks"
+"""Real-time brain: its running estimate of the inference delay, in control ticks."""
 
 CHARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Reward EMA", (REWARD_EMA,)),
@@ -82,8 +86,8 @@ CHARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Step latency (ms)", (LATENCY_P50_MS, LATENCY_P99_MS)),
     ("Stage timings (s)", (TIMING_PREFIX,)),
     ("Coverage and speed", (COVERAGE, SPEED)),
-    ("Real-time action age (ticks)", (MEAN_ACTION_AGE_TICKS, MAX_ACTION_AGE_TICKS)),
-    ("Real-time missed / fallback ticks", (MISSED_TICKS, FALLBACK_TICKS)),
+    ("Real-time action age (ticks)", (MEAN_ACTION_AGE_TICKS, MAX_ACTION_AGE_TICKS, DELAY_TICKS)),
+    ("Real-time missed / fallback ticks", (MISSED_TICKS, FALLBACK_TICKS, MISSED_PERIODS)),
     ("Reward terms over time", (REWARD_TERM_PREFIX,)),
 )
 """The dashboard's charts: title -> series names (a name ending in ``/`` charts every key under it)."""
@@ -94,7 +98,8 @@ STATUS_ONLY = frozenset({
     "updating", "resyncs", "resent_actions", "link_failures", "reward_mean", "actors", "collision",
     "reference_kl", "auxiliary_loss", "bc_holdout_mse", "bc_baseline_mse", "bc_nll", "bc_mse",
     "tick", "control_hz", "ticks_executed", "fallback_fraction", "accepted_actions", "stale_actions",
-    "rejected_actions",
+    "rejected_actions", "control_periods", "exhausted_periods", "published_actions", "observations",
+    "inferences", "skipped_observations", "chunk_loss",
 })  # fmt: skip
 """Names the dashboard shows in its status panels (latest value) without a chart of their own."""
 
