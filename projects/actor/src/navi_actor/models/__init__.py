@@ -6,8 +6,9 @@ imported by ``navi_actor.config`` without torch: ``--help`` and settings stay li
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from navi_actor.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_actor.models.config import ENCODER_BACKENDS, TEMPORAL_CORES, PolicyConfig
@@ -38,7 +39,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'navi_actor.models' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -6,8 +6,9 @@ Exports load lazily so that ``navi_actor.service.config`` (a plain settings grou
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from navi_actor.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_actor.service.brain import run_brain
@@ -24,7 +25,4 @@ _EXPORTS = {
 __all__ = ["BrainCore", "BrainSettings", "ServiceConfig", "run_brain"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'navi_actor.service' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
