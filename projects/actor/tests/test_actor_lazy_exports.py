@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import navi_actor.memory
-from navi_actor.lazy_exports import lazy_getattr
+from navi_contracts.lazy_exports import lazy_getattr
 from navi_actor.memory.episodic import EpisodicMemory
 
 

@@ -10,7 +10,9 @@ corpus builder imports the runtime's spawn qualification, which imports the conf
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from navi_contracts.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_environment.corpus.manifest import CorpusManifest, load_manifest
@@ -26,9 +28,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -6,8 +6,9 @@ import of the service here would import the backend (and so the config) back in 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from navi_contracts.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_environment.server.async_loop import AsyncActionLoop, AsyncCounters
@@ -39,7 +40,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'navi_environment.server' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -1,4 +1,4 @@
-"""The one module ``__getattr__`` of the actor packages whose exports load on first use.
+"""The one module ``__getattr__`` of the packages whose exports load on first use (actor, environment).
 
 Why: ``navi_actor.config`` imports each settings group (``navi_actor.<package>.config``) as a leaf
 module, which runs the package's ``__init__`` first. Had those ``__init__`` files imported their
