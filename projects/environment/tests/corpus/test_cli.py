@@ -126,3 +126,21 @@ def test_help_explains_every_command(runner: CliRunner) -> None:
         result = runner.invoke(main, [*command, "--help"])
         assert result.exit_code == 0 and "Usage" in result.output
     assert "procedural:<family>" in runner.invoke(main, ["compile-gmdag", "--help"]).output
+
+
+def test_compile_options_are_the_compile_settings(runner: CliRunner, tmp_path: Path) -> None:
+    """``--exact-clearance-m`` reaches the compiler (0 prunes every void block: fewer nodes), and a
+    bad value is one usage line naming the setting."""
+    from navi_environment.gmdag.reader import load_gmdag
+
+    sizes = {}
+    for clearance in ("0", "0.4"):
+        out = tmp_path / f"hall-{clearance}.gmdag"
+        args = ["compile-gmdag", "--source", "procedural:apartment:seed=0", "--resolution", "64"]
+        result = runner.invoke(main, [*args, "--exact-clearance-m", clearance, "--output", str(out)])
+        assert result.exit_code == 0, result.output
+        sizes[clearance] = load_gmdag(out).nodes.shape[0]
+    assert sizes["0"] < sizes["0.4"]
+    bad_args = ["compile-gmdag", "--source", "procedural:hall", "--output", str(tmp_path / "x")]
+    bad = runner.invoke(main, [*bad_args, "--exact-clearance-m", "-1"])
+    assert bad.exit_code == 2 and "compile.exact_clearance_m" in bad.output and "Traceback" not in bad.output

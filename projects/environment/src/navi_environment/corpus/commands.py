@@ -9,6 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from navi_contracts.cli_options import settings_kwargs, settings_options
+from navi_environment.corpus.settings import CompileSettings
+
+COMPILE_FIELDS = ("resolution", "far_tolerance_voxels", "exact_clearance_m")
+"""Compile settings ``compile-gmdag`` exposes, each as ``--<field>`` (``compile.<field>``)."""
+
 if TYPE_CHECKING:
     from navi_environment.config import EnvironmentSettings
 
@@ -20,7 +26,7 @@ _SOURCE_HELP = (
 
 def _settings(**compile_overrides: Any) -> EnvironmentSettings:
     """Environment settings with the CLI's compile options as init kwargs (they outrank env/.env)."""
-    from navi_contracts.cli_options import build_settings, settings_kwargs
+    from navi_contracts.cli_options import build_settings
     from navi_contracts.logging import configure_logging
     from navi_environment.config import EnvironmentSettings
 
@@ -61,26 +67,12 @@ def _emit(payload: dict[str, Any], as_json: bool, lines: list[str]) -> None:
 @click.option(
     "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The .gmdag to write."
 )
-@click.option(
-    "--resolution",
-    type=int,
-    default=None,
-    help="Voxels per axis, power of two (default: compile.resolution).",
-)
+@settings_options(CompileSettings, COMPILE_FIELDS)
 @click.option("--repair", is_flag=True, help="Mesh sources: merge vertices, fix winding/normals, fill holes.")
-@click.option(
-    "--far-tolerance-voxels", type=float, default=None, help="Far-field collapse tolerance (voxels)."
-)
 @_up_axis_option
 @_scale_option
-def compile_gmdag(  # noqa: PLR0917 - one parameter per CLI option
-    source: str,
-    output: Path,
-    resolution: int | None,
-    repair: bool,
-    far_tolerance_voxels: float | None,
-    up_axis: str,
-    scale: float,
+def compile_gmdag(
+    source: str, output: Path, repair: bool, up_axis: str, scale: float, **compile_options: Any
 ) -> None:
     """Compile a mesh or procedural scene into a GMDAG v1 file (written atomically), with a
     provenance record beside it (``<output>.provenance.json``: source, transform, versions)."""
@@ -88,7 +80,7 @@ def compile_gmdag(  # noqa: PLR0917 - one parameter per CLI option
     from navi_environment.corpus.sources import compile_source
     from navi_environment.gmdag.writer import write_gmdag
 
-    settings = _settings(resolution=resolution, far_tolerance_voxels=far_tolerance_voxels)
+    settings = _settings(**settings_kwargs(compile_options))
     try:
         compiled = compile_source(source, settings.compile, repair=repair, up_axis=up_axis, scale=scale)
     except ValueError as error:
