@@ -167,6 +167,9 @@ def main() -> None:
 )
 @click.option("--num-workers", type=int, help="Ray rollout workers for --backend ray (default 2).")
 @click.option(
+    "--learners", type=int, help="Data-parallel learner ranks for --backend ray (Ray Train; default 1)."
+)
+@click.option(
     "--logger",
     type=click.Choice(["none", "tensorboard", "wandb"]),
     help="Also write the metrics to TensorBoard (<run>/tensorboard/) or W&B (offline unless logged in).",
@@ -190,6 +193,7 @@ def train(
     backend: str | None,
     address: str | None,
     num_workers: int | None,
+    learners: int | None,
     logger: str | None,
     **env_options: Any,
 ) -> None:
@@ -220,6 +224,7 @@ def train(
         train__backend=backend,
         distributed__address=address,
         distributed__num_workers=num_workers,
+        distributed__learners=learners,
         train__logger=logger,
     )
     selectors = {"encoder_backend": encoder_backend, "temporal_core": temporal_core}
@@ -283,7 +288,8 @@ def _train_on_ray(settings: Any, checkpoint: Path | None) -> None:
     from navi_actor.distributed import RayUnavailableError, train_distributed
     from navi_actor.telemetry import TrainingTelemetry
 
-    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+    one_learner = settings.distributed.learners == 1  # else learner rank 0 opens the socket
+    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled and one_learner else None
     try:
         summary = train_distributed(
             settings,

@@ -20,8 +20,10 @@ from navi_actor.distributed.worker import WeightsBundle
 from navi_actor.distributed.worker_pool import PoolCounters, WorkerPool
 from navi_actor.runners.progress import Stopwatch
 from navi_actor.runners.rollout_collector import RolloutStats
+from navi_actor.storage import RolloutStorage
 
 if TYPE_CHECKING:
+    from navi_actor.runners.learner_state import LearnerState
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
 
@@ -65,6 +67,9 @@ class RayRollouts:
         self._fragments: list[RolloutFragment] = []
         self._gather_seconds = 0.0
 
+    def new_storage(self, state: LearnerState) -> RolloutStorage:
+        return state.new_storage(self.observation_shape, self.columns)
+
     def start(self, runner: OnPolicyRunner) -> None:
         self._runner = runner
         self._pool_start = dataclasses.replace(self.pool.counters)
@@ -99,6 +104,9 @@ class RayRollouts:
         # as the local trainer's do during collection ([T, K*B, 3, Az, El] -> [T*K*B, 3, Az, El]).
         runner.shaping.modules["rnd"].intrinsic_reward(runner.storage.obs.flatten(0, 1), update_stats=True)
         return merge_stats(fragments)
+
+    def before_update(self) -> None:
+        """One learner: nothing to share."""
 
     def learned(self) -> None:
         self._bundle_ref = self.pool.ray.put(weights_bundle(self._attached()))

@@ -8,6 +8,7 @@ change to promotion, cannot reach one trainer and miss the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,7 @@ class LearnerState:
         self,
         observation_shape: tuple[int, ...],
         columns: int,
-        storage_class: type[RolloutStorage] = RolloutStorage,
+        storage_class: Callable[..., RolloutStorage] = RolloutStorage,
     ) -> RolloutStorage:
         """Rollout buffers ``[rollout_length, columns]`` for this policy, on the training device."""
         rollout = self.settings.rollout

@@ -102,7 +102,7 @@ class OnPolicyRunner:
         self.steps_per_rollout = settings.rollout.rollout_length * self.source.columns
         total = settings.train.total_steps
         self.learner.schedule(math.ceil(total / self.steps_per_rollout) if total else None)
-        self.storage = state.new_storage(observation_shape, self.source.columns)
+        self.storage = self.source.new_storage(state)
         label = f"{state.policy_config.encoder_backend}-{state.policy_config.temporal_core}"
         self.run = RunFolder(artifacts_dir / "runs", new_run_id(label))
         self.run.write_manifest(
@@ -199,6 +199,7 @@ class OnPolicyRunner:
             self.learner.set_time_spent(clock.total() / (60 * max_minutes))
         if updates == 0:
             self._status(f"first PPO update ({self.settings.ppo.epochs} epochs) ...")
+        self.source.before_update()
         result = self.learner.update(
             self.storage, self.shuffle, self.shaping.auxiliary_step, on_minibatch=self.heartbeat
         )

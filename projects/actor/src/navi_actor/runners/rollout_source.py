@@ -16,8 +16,10 @@ import torch
 
 from navi_actor.runners.env_factory import BuiltEnvironment
 from navi_actor.runners.rollout_collector import RolloutCollector, RolloutStats
+from navi_actor.storage import RolloutStorage
 
 if TYPE_CHECKING:
+    from navi_actor.runners.learner_state import LearnerState
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
 
@@ -38,12 +40,19 @@ class RolloutSource(Protocol):
     columns: int
     backend: str
 
+    def new_storage(self, state: LearnerState) -> RolloutStorage:
+        """The learner's rollout buffers (a data-parallel rank holds only its columns)."""
+        ...
+
     def start(self, runner: OnPolicyRunner) -> None:
         """Attach to the runner's learner state and storage (called once, before the first collect)."""
 
     def collect(self, gamma: float, gae_lambda: float) -> RolloutStats:
         """Fill ``runner.storage`` with one rollout and compute its returns."""
         ...
+
+    def before_update(self) -> None:
+        """The learner is about to update (data-parallel ranks: share the time budget spent)."""
 
     def learned(self) -> None:
         """The learner finished an update (Ray: broadcast the new weights)."""
@@ -83,6 +92,9 @@ class LocalRollouts:
         self.collector: RolloutCollector | None = None
         self._runner: OnPolicyRunner | None = None
 
+    def new_storage(self, state: LearnerState) -> RolloutStorage:
+        return state.new_storage(self.observation_shape, self.columns)
+
     def start(self, runner: OnPolicyRunner) -> None:
         self._runner = runner
         self.collector = RolloutCollector(
@@ -102,6 +114,9 @@ class LocalRollouts:
     def collect(self, gamma: float, gae_lambda: float) -> RolloutStats:
         assert self.collector is not None, "start() first"
         return self.collector.collect(gamma, gae_lambda)
+
+    def before_update(self) -> None:
+        """One learner: nothing to share."""
 
     def learned(self) -> None:
         """Nothing to broadcast: the collector acts with the learner's own policy object."""
