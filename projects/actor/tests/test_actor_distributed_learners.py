@@ -187,6 +187,32 @@ def test_a_two_learner_run_checkpoints_on_rank_0_and_resumes_with_one(tmp_path: 
     assert final.update_index == 3 and final.parent_checkpoint == str(first.final_checkpoint)
 
 
+def _when_a_checkpoint_exists(artifacts: Path, then: Any) -> threading.Thread:
+    def wait_then() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not list(artifacts.glob("runs/*/checkpoints/step_*.pt")):
+            time.sleep(0.5)
+        then()
+
+    thread = threading.Thread(target=wait_then, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_ctrl_c_stops_the_learner_ranks_with_a_final_checkpoint(tmp_path: Path) -> None:
+    steps = 2 * 16 * 4
+    config = settings(
+        train={"total_steps": 1000 * steps}, checkpoint={"every_steps": steps, "auto_resume": False}
+    )
+    distributed = config.distributed.model_copy(update={"num_workers": 2, "learners": 2})
+    _when_a_checkpoint_exists(tmp_path, lambda: os.kill(os.getpid(), signal.SIGINT))  # Ctrl+C
+    summary = train_distributed(config, distributed, artifacts_dir=tmp_path)
+    assert summary.interrupted and summary.final_checkpoint is not None
+    assert 0 < summary.steps_this_run < 1000 * steps
+    assert load_checkpoint(summary.final_checkpoint).step_id == summary.step_id  # nothing learned is lost
+    assert json.loads((summary.run_dir / "finished.json").read_text())["interrupted"] is True
+
+
 def _learner_rank_pids() -> list[int]:
     """Processes of Ray Train's learner ranks (Ray names them ``ray::RayTrainWorker...``)."""
     pids = []

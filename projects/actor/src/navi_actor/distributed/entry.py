@@ -9,7 +9,7 @@ from typing import Any
 from navi_actor.config import ActorSettings
 from navi_actor.distributed.config import DistributedConfig
 from navi_actor.distributed.learner_group import check_learners, train_data_parallel
-from navi_actor.distributed.ray_runtime import connect, require_ray
+from navi_actor.distributed.ray_runtime import check_resources, connect, require_ray
 from navi_actor.distributed.trainer import DistributedSummary, DistributedTrainer
 from navi_actor.telemetry import TrainingTelemetry
 
@@ -55,8 +55,11 @@ def train_distributed(
         check_learners(settings, config)  # before a cluster starts
     started = connect(config, **(ray_init or {}))
     try:
+        check_resources(ray, config)
         if config.learners > 1:  # rank 0 owns telemetry, the run folder and the workers
-            return train_data_parallel(settings, config, artifacts_dir=artifacts_dir, checkpoint=checkpoint)
+            return train_data_parallel(
+                settings, config, artifacts_dir=artifacts_dir, checkpoint=checkpoint, progress=progress
+            )
         trainer = DistributedTrainer(
             settings,
             config,

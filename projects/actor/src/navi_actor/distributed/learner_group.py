@@ -15,7 +15,9 @@ import functools
 import json
 import math
 import tempfile
+import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +60,11 @@ def check_learners(settings: ActorSettings, config: DistributedConfig) -> None:
 class ShardedRayRollouts(RayRollouts):
     """Rank 0's rollout source: the workers' fragments, each rank given its drone columns."""
 
-    def __init__(self, pool: WorkerPool, config: DistributedConfig, *, ranks: int) -> None:
+    def __init__(
+        self, pool: WorkerPool, config: DistributedConfig, *, ranks: int, stop_file: Path | None = None
+    ) -> None:
         super().__init__(pool, config)
-        self.ranks = ranks
+        self.ranks, self.stop_file = ranks, stop_file
         self._go = False  # replicas are in the loop (a stop must be sent)
 
     def new_storage(self, state: LearnerState) -> RolloutStorage:
@@ -77,6 +81,10 @@ class ShardedRayRollouts(RayRollouts):
     def collect(self, gamma: float, gae_lambda: float) -> RolloutStats:
         runner = self._attached()
         storage, device = runner.storage, runner.storage.device
+        if self.stop_file is not None and self.stop_file.exists():
+            # The driver got Ctrl+C / SIGTERM: end as an interrupted local run does (the runner
+            # writes the final checkpoint; the replicas are stopped afterwards).
+            raise KeyboardInterrupt
         broadcast_floats([1.0, gamma, gae_lambda], device)
         self._fragments = fragments = self.gather()
         whole, last_values = whole_buffers(fragments, device)
@@ -190,14 +198,14 @@ def learner_rank(loop: dict[str, Any]) -> None:
     telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
     pool = WorkerPool(settings, config)
     try:
-        source = ShardedRayRollouts(pool, config, ranks=ranks)
+        source = ShardedRayRollouts(pool, config, ranks=ranks, stop_file=loop["stop_file"])
         runner = OnPolicyRunner(
             settings,
             source,
             artifacts_dir=artifacts_dir,
             checkpoint=loop["checkpoint"],
             telemetry=telemetry,
-            progress=LineSink(functools.partial(print, flush=True)),
+            progress=LineSink(functools.partial(_append_line, loop["progress_file"])),
         )
         summary = runner.run_training()
         source.stop_replicas()
@@ -212,8 +220,74 @@ def learner_rank(loop: dict[str, Any]) -> None:
         ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
 
 
+def _append_line(path: Path, text: str) -> None:
+    """Rank 0's words for people, for the driver to print (rank 0 may run in another process or node)."""
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(text + "\n")
+
+
+class _Tail:
+    """Complete lines appended to a file since the last read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def lines(self) -> list[str]:
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as stream:
+            stream.seek(self.offset)
+            chunk = stream.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        return complete.decode("utf-8", errors="replace").splitlines()
+
+
+def _fit_until_done(
+    trainer: Any, stop_file: Path, progress_file: Path, progress: Callable[[str], None] | None
+) -> Any:
+    """``trainer.fit()`` in a thread; Ctrl+C / SIGTERM here asks rank 0 to stop with a final checkpoint.
+
+    Why a thread: in the main thread Ray Train answers SIGINT by aborting the ranks at once, which
+    would lose the steps since the last checkpoint. The stop request is a file rank 0 checks before
+    every rollout (the artifacts folder is shared with rank 0 anyway).
+    """
+    outcome: dict[str, Any] = {}
+
+    def fit() -> None:
+        try:
+            outcome["result"] = trainer.fit()
+        except BaseException as error:  # re-raised in the calling thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=fit, name="ray-train-fit", daemon=True)
+    thread.start()
+    tail = _Tail(progress_file)
+    say = progress if progress is not None else (lambda line: None)
+    while thread.is_alive():
+        try:
+            thread.join(timeout=0.5)
+            for line in tail.lines():
+                say(line)
+        except KeyboardInterrupt:
+            stop_file.touch()
+            log.info("actor.train.interrupted", stop_file=str(stop_file))
+    for line in tail.lines():
+        say(line)
+    stop_file.unlink(missing_ok=True)
+    progress_file.unlink(missing_ok=True)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
 def train_data_parallel(
-    settings: ActorSettings, config: DistributedConfig, *, artifacts_dir: Path, checkpoint: Path | None
+    settings: ActorSettings,
+    config: DistributedConfig,
+    *,
+    artifacts_dir: Path,
+    checkpoint: Path | None,
+    progress: Callable[[str], None] | None = None,
 ) -> TrainSummary:
     """Run ``config.learners`` learner ranks under Ray Train (Ray connected) and return rank 0's summary.
 
@@ -227,6 +301,10 @@ def train_data_parallel(
     check_learners(settings, config)
     if settings.ppo.value_warmup_updates > 0:
         raise ValueError("ppo.value_warmup_updates > 0 needs --learners 1 (DDP all-reduces every gradient)")
+    name = f"navi-learners-{uuid.uuid4().hex[:8]}"
+    (artifacts_dir / "ray_train").mkdir(parents=True, exist_ok=True)
+    stop_file = (artifacts_dir / "ray_train" / f"{name}.stop").resolve()
+    progress_file = stop_file.with_suffix(".progress")
     resources = {"CPU": config.learner_cpus} | ({"GPU": config.learner_gpus} if config.learner_gpus else {})
     trainer = TorchTrainer(
         learner_rank,
@@ -234,21 +312,26 @@ def train_data_parallel(
             "settings": settings.model_copy(update={"distributed": config}),
             "artifacts_dir": artifacts_dir.resolve(),
             "checkpoint": checkpoint.resolve() if checkpoint is not None else None,
+            "stop_file": stop_file,
+            "progress_file": progress_file,
         },
         scaling_config=ScalingConfig(
             num_workers=config.learners, use_gpu=config.learner_gpus > 0, resources_per_worker=resources
         ),
         run_config=RunConfig(
-            name=f"navi-learners-{uuid.uuid4().hex[:8]}",
+            name=name,
             storage_path=str((artifacts_dir / "ray_train").resolve()),
             failure_config=FailureConfig(max_failures=0),
         ),
     )
     log.info("actor.distributed.learners_starting", learners=config.learners, workers=config.num_workers)
     try:
-        result = trainer.fit()
+        result = _fit_until_done(trainer, stop_file, progress_file, progress)
     except TrainingFailedError as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        ranks = [line.strip("[]:") for line in lines if line.startswith("[Rank ")]
+        # The rank that failed and the last line of its traceback (the exception), on one line.
+        reason = ", ".join([*ranks[:1], lines[-1] if lines else type(error).__name__])
         raise RuntimeError(
             f"a learner rank failed ({reason}); the run stopped, and the checkpoints it wrote before "
             "stay valid: run the same command again to continue from the newest"
