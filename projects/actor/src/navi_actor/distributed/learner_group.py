@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import signal
 import tempfile
 import threading
 import uuid
@@ -254,24 +255,36 @@ def _fit_until_done(
     """
     outcome: dict[str, Any] = {}
 
+    done = threading.Event()  # not Thread.join: a join cut by Ctrl+C can report a live thread dead
+
     def fit() -> None:
         try:
             outcome["result"] = trainer.fit()
         except BaseException as error:  # re-raised in the calling thread
             outcome["error"] = error
+        finally:
+            done.set()
 
     thread = threading.Thread(target=fit, name="ray-train-fit", daemon=True)
     thread.start()
     tail = _Tail(progress_file)
     say = progress if progress is not None else (lambda line: None)
-    while thread.is_alive():
-        try:
-            thread.join(timeout=0.5)
-            for line in tail.lines():
-                say(line)
-        except KeyboardInterrupt:
-            stop_file.touch()
-            log.info("actor.train.interrupted", stop_file=str(stop_file))
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    if main:  # Ctrl+C raises here, whatever handler an earlier fit() in this process left behind
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        while not done.is_set():
+            try:
+                done.wait(timeout=0.5)
+                for line in tail.lines():
+                    say(line)
+            except KeyboardInterrupt:
+                stop_file.touch()
+                log.info("actor.train.interrupted", stop_file=str(stop_file))
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
     for line in tail.lines():
         say(line)
     stop_file.unlink(missing_ok=True)
