@@ -342,9 +342,10 @@ def train_data_parallel(
         result = _fit_until_done(trainer, stop_file, progress_file, progress)
     except TrainingFailedError as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        ranks = [line.strip("[]:") for line in lines if line.startswith("[Rank ")]
-        # The rank that failed and the last line of its traceback (the exception), on one line.
-        reason = ", ".join([*ranks[:1], lines[-1] if lines else type(error).__name__])
+        ranks = [line.split()[1] for line in lines if line.startswith("[Rank ")]  # "[Rank 0 Error..."
+        # The rank that failed and the first sentence of its error (its traceback's last line).
+        cause = (lines[-1] if lines else type(error).__name__).split(". ")[0]
+        reason = f"rank {ranks[0]}: {cause}" if ranks else cause
         raise RuntimeError(
             f"a learner rank failed ({reason}); the run stopped, and the checkpoints it wrote before "
             "stay valid: run the same command again to continue from the newest"
