@@ -1,4 +1,5 @@
-"""Throughput of Ray training with 1 and 2 rollout workers against the local trainer, in one run.
+"""Throughput of Ray training with 1 and 2 rollout workers against the local trainer, and with 1 and 2
+data-parallel learner ranks (``--learners``, issue 22), in one run.
 
 Prints ONE JSON line. The same settings drive all three: each of the local trainer and every Ray
 worker steps ``--actors`` drones for ``--rollout-length`` steps per rollout, with the same policy
@@ -8,12 +9,19 @@ the last one, in the same run (numba compilation, first allocations, worker star
 weight broadcast are excluded). A Ray update learns from one fragment per worker, so 2 workers learn
 from twice the local batch per update. Logs go to stderr (warnings only); stdout is the JSON line.
 
+Learner scaling runs ``train_distributed`` with 2 rollout workers and ``learners`` 1 and 2 (2 ranks
+under Ray Train, half a CPU reserved per process so both fit a 2-core box) and reads the run's
+``metrics.jsonl``: the PPO update's time (the sum of its ``time/update_*`` stages, which include
+DDP's gradient all-reduce inside ``backward``) and the end-to-end learned steps/s between the first
+and the last update (``charts/sps`` gives each update's elapsed time). On 2 cores two ranks only
+add overhead (process group, scatter of the columns, all-reduces); they are for several GPUs/nodes.
+
 Ratios are taken against the local trainer measured in the same process, so a loaded machine moves
 all three together. On a 2-core box the learner and two workers share two cores: expect the gain
 to come from overlapping collection with the update (``collect_ahead``), not from more cores.
 
     uv run python scripts/bench_scaling.py [--env point|sdfdag] [--gmdag-file F] [--updates 3]
-        [--actors 4] [--rollout-length 32] [--tiny] [--threads 1] [--sync]
+        [--actors 4] [--rollout-length 32] [--tiny] [--threads 1] [--sync] [--no-learners]
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import click
 import torch
 
 from navi_actor.config import ActorSettings
-from navi_actor.distributed import DistributedConfig, DistributedTrainer, require_ray
+from navi_actor.distributed import DistributedConfig, DistributedTrainer, require_ray, train_distributed
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 from navi_contracts.logging import configure_logging
@@ -100,6 +108,30 @@ def ray_steps_per_second(options: dict[str, Any], workers: int, artifacts: Path)
     }
 
 
+def learner_scaling(options: dict[str, Any], learners: int, artifacts: Path) -> dict[str, float]:
+    """2 rollout workers, ``learners`` ranks: mean update seconds and steps/s after the first update."""
+    config = DistributedConfig(
+        num_workers=2,
+        learners=learners,
+        worker_cpus=0.5,
+        learner_cpus=0.5,
+        worker_torch_threads=options["threads"],
+        collect_ahead=options["collect_ahead"],
+    )
+    settings = make_settings(options, 2 * (1 + options["updates"]), artifacts)
+    summary = train_distributed(settings, config, artifacts_dir=artifacts)
+    records = [json.loads(line) for line in (summary.run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = [r["charts/step_id"] - records[0]["charts/step_id"] for r in records]
+    elapsed = [
+        (r["charts/step_id"] - summary.step_id + summary.steps_this_run) / r["charts/sps"] for r in records
+    ]
+    updates = [sum(v for k, v in r.items() if k.startswith("time/update_")) for r in records[1:]]
+    return {
+        "update_seconds": sum(updates) / len(updates),
+        "steps_per_second": steps[-1] / (elapsed[-1] - elapsed[0]),
+    }
+
+
 @click.command()
 @click.option("--env", "env", type=click.Choice(["point", "sdfdag"]), default="point", show_default=True)
 @click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None)
@@ -115,6 +147,7 @@ def ray_steps_per_second(options: dict[str, Any], workers: int, artifacts: Path)
     show_default=True,
     help="Overlap collection with the update (the default), or synchronous PPO.",
 )
+@click.option("--learners/--no-learners", default=True, show_default=True, help="Also 1 vs 2 learner ranks.")
 def main(**options: Any) -> None:
     """Measure local vs Ray (1 and 2 workers) training throughput; print one JSON line."""
     configure_logging("warning")  # structlog writes to stderr; stdout carries only the JSON line
@@ -126,6 +159,7 @@ def main(**options: Any) -> None:
     try:
         one = ray_steps_per_second(options, 1, artifacts)
         two = ray_steps_per_second(options, 2, artifacts)
+        ranks = {n: learner_scaling(options, n, artifacts) for n in (1, 2)} if options["learners"] else {}
     finally:
         ray.shutdown()
     print(
@@ -138,6 +172,23 @@ def main(**options: Any) -> None:
                 "ray_1_vs_local": round(one["steps_per_second"] / local, 3),
                 "ray_2_vs_local": round(two["steps_per_second"] / local, 3),
                 "ray_2_vs_ray_1": round(two["steps_per_second"] / one["steps_per_second"], 3),
+                **{
+                    f"learners_{n}_{key}": round(value, 4)
+                    for n, values in ranks.items()
+                    for key, value in values.items()
+                },
+                **(
+                    {
+                        "learners_2_vs_1_update_time": round(
+                            ranks[2]["update_seconds"] / ranks[1]["update_seconds"], 3
+                        ),
+                        "learners_2_vs_1_steps_per_second": round(
+                            ranks[2]["steps_per_second"] / ranks[1]["steps_per_second"], 3
+                        ),
+                    }
+                    if ranks
+                    else {}
+                ),
                 "dropped_fragments": {"ray_1": one["dropped_fragments"], "ray_2": two["dropped_fragments"]},
                 "worker_restarts": {"ray_1": one["worker_restarts"], "ray_2": two["worker_restarts"]},
                 "env": options["env"],

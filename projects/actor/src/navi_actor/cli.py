@@ -94,7 +94,7 @@ def main() -> None:
 
 TRAIN_FIELDS = ("train.total_steps", "train.max_minutes", "rollout.rollout_length", "encoder_backend",
                 "temporal_core", "train.seed", "telemetry.keys", "train.backend", "distributed.address",
-                "distributed.num_workers", "train.logger")  # fmt: skip
+                "distributed.num_workers", "distributed.learners", "train.logger")  # fmt: skip
 """Settings ``train`` exposes as ``--<field>``; a new one needs only its path here."""
 TRAIN_GROUPED = ("checkpoint.every_steps", "checkpoint.keep", "telemetry.endpoint")
 """Settings ``train`` exposes as ``--<group>-<field>`` (the field's name alone says too little)."""
@@ -184,7 +184,8 @@ def _train_on_ray(settings: Any, checkpoint: Path | None) -> None:
     from navi_actor.distributed import RayUnavailableError, train_distributed
     from navi_actor.telemetry import TrainingTelemetry
 
-    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
+    one_learner = settings.distributed.learners == 1  # else learner rank 0 opens the socket
+    telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled and one_learner else None
     try:
         summary = train_distributed(
             settings,

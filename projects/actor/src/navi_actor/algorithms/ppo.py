@@ -24,16 +24,30 @@ from navi_actor.algorithms.losses import (
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.config import PPOConfig
 from navi_actor.models import NaviPolicy
+from navi_actor.models.policy import SequenceEval
 from navi_actor.storage.rollout_storage import RolloutStorage, SequenceBatch
 
+AllReduce = Callable[[torch.Tensor], object]  #: sums a tensor in place over data-parallel ranks
 
-def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+
+def explained_variance(
+    values: torch.Tensor, returns: torch.Tensor, all_reduce: AllReduce | None = None
+) -> torch.Tensor:
     """``1 - Var(returns - values) / Var(returns)``: 1 is a perfect critic, 0 no better than a constant.
 
     NaN when the returns do not vary (nothing to explain). Shapes: any, equal; returns a scalar.
+    With ``all_reduce`` the variances are those of every rank's rows together (data-parallel shards).
     """
-    variance = returns.var()
-    return torch.where(variance > 0, 1.0 - (returns - values).var() / variance, torch.nan)
+    if all_reduce is None:
+        variance = returns.var()
+        return torch.where(variance > 0, 1.0 - (returns - values).var() / variance, torch.nan)
+    pairs = torch.stack([returns.flatten(), (returns - values).flatten()]).double()  # [2, n]
+    sums = torch.cat([pairs.sum(dim=1), pairs.new_tensor([pairs.shape[1]])])  # [sum r, sum d, n]
+    all_reduce(sums)
+    squares = (pairs - (sums[:2] / sums[2])[:, None]).square().sum(dim=1)
+    all_reduce(squares)
+    variance, residual = (squares / (sums[2] - 1)).float()
+    return torch.where(variance > 0, 1.0 - residual / variance, torch.nan)
 
 
 METRIC_NAMES = (
@@ -86,6 +100,11 @@ class PPOLearner:
         if reference_policy is not None:
             reference_policy.requires_grad_(False)
         self._log_std_start = float(policy.cfg.log_std_max)
+        # Data parallelism (navi_actor.distributed.data_parallel) swaps in the DDP-wrapped evaluation,
+        # the rank count DDP averages gradients over, and the sum over ranks for the metrics.
+        self.evaluate: Callable[..., SequenceEval] = policy.evaluate_sequences
+        self.ranks = 1
+        self.all_reduce: AllReduce | None = None
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=config.adam_eps)
         self.update_index = 0
         self.total_updates: int | None = None
@@ -180,7 +199,7 @@ class PPOLearner:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         self._apply_log_std_ceiling()
-        value_fit = explained_variance(storage.values, storage.returns)
+        value_fit = explained_variance(storage.values, storage.returns, self.all_reduce)
         timer = StageTimer(use_cuda_events=cfg.cuda_timing and storage.device.type == "cuda")
         per_epoch: list[dict[str, float]] = []
         early_stopped = False
@@ -244,7 +263,7 @@ class PPOLearner:
                 pending = 0
             if auxiliary_step is not None:
                 with timer.stage("rnd_step"):
-                    stats[METRIC_NAMES.index("auxiliary_loss")] = auxiliary_step(batch).detach()
+                    stats[METRIC_NAMES.index("auxiliary_loss")] = auxiliary_step(batch).detach() * batch.share
             sums += stats
             if on_minibatch is not None:
                 with timer.stage("callbacks"):
@@ -252,6 +271,10 @@ class PPOLearner:
         if pending:
             sums[METRIC_NAMES.index("grad_norm")] += self._optimizer_step(timer)
         optimizer_steps = -(-cfg.num_minibatches // cfg.gradient_accumulation)
+        if self.all_reduce is not None:  # share-weighted sums over ranks; the clipped norm is shared
+            grad_norm = sums[METRIC_NAMES.index("grad_norm")].clone()
+            self.all_reduce(sums)
+            sums[METRIC_NAMES.index("grad_norm")] = grad_norm
         means = (sums / cfg.num_minibatches).tolist()  # the one host copy of this epoch
         metrics = dict(zip((*METRIC_NAMES, CHUNK_METRIC), means, strict=True))
         if self.policy.actor.chunk is None:
@@ -266,9 +289,7 @@ class PPOLearner:
         with timer.stage("prep"):
             old_log_probs, advantages = batch.old_log_probs.reshape(-1), batch.advantages.reshape(-1)
         with timer.stage("policy_eval"):
-            evaluation = self.policy.evaluate_sequences(
-                batch.obs, batch.actions, batch.state0, batch.episode_starts
-            )
+            evaluation = self.evaluate(batch.obs, batch.actions, batch.state0, batch.episode_starts)
             log_probs = evaluation.log_prob.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
                 log_probs, old_log_probs, advantages, cfg.clip_range
@@ -293,9 +314,11 @@ class PPOLearner:
                 loss = loss + policy_loss - cfg.entropy_coef * entropy
                 loss = loss + self.reference_kl_coef() * reference_kl
         with timer.stage("backward"):
-            (loss / cfg.gradient_accumulation).backward()
+            # A data-parallel rank's loss, weighted by its share of the minibatch, times the ranks
+            # DDP averages over: the averaged gradient is the whole minibatch's (1.0 x 1 alone).
+            (loss * (batch.share * self.ranks) / cfg.gradient_accumulation).backward()
         zero = torch.zeros((), device=loss.device)
-        return torch.stack(
+        return batch.share * torch.stack(
             [
                 policy_loss.detach(),
                 value_loss.detach(),

@@ -92,10 +92,14 @@ class RandomNetworkDistillation(nn.Module):
         """Running std of the errors, floored at ``std_floor`` x their running mean (0-d)."""
         return torch.maximum(self.reward_stats.std, self.cfg.std_floor * self.reward_stats.mean)
 
+    @torch.no_grad()
+    def predictor_inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        """``[N, 3, Az, El]`` -> the pooled, normalised ``[N, F]`` the predictor learns from."""
+        return self._normalised(self._pooled(obs))
+
     def update(self, obs: torch.Tensor) -> torch.Tensor:
         """One predictor gradient step on ``obs [N, 3, Az, El]``; returns the loss (0-d, detached)."""
-        with torch.no_grad():
-            inputs = self._normalised(self._pooled(obs))
+        inputs = self.predictor_inputs(obs)
         loss = self._error(inputs).mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

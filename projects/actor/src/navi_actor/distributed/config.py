@@ -37,6 +37,16 @@ class DistributedConfig(SettingsGroup):
         description="Workers start their next fragment at once, overlapping collection with the update "
         "(fragments are then up to one version old); false = synchronous PPO, the local algorithm.",
     )
+    learners: int = Field(
+        default=1,
+        gt=0,
+        description="Data-parallel learner ranks (Ray Train, DistributedDataParallel); 1 = one learner "
+        "in the driver process. num_workers x rollout.num_actors must be a multiple of it.",
+    )
+    learner_cpus: float = Field(default=1.0, gt=0.0, description="CPUs Ray reserves for each learner rank.")
+    learner_gpus: float = Field(
+        default=0.0, ge=0.0, description="GPUs per learner rank (> 0: the ranks train on CUDA with NCCL)."
+    )
     max_restarts: int = Field(
         default=3, ge=0, description="Times Ray restarts a crashed worker before it is given up."
     )

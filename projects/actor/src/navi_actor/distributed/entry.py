@@ -8,7 +8,8 @@ from typing import Any
 
 from navi_actor.config import ActorSettings
 from navi_actor.distributed.config import DistributedConfig
-from navi_actor.distributed.ray_runtime import connect, require_ray
+from navi_actor.distributed.learner_group import check_learners, train_data_parallel
+from navi_actor.distributed.ray_runtime import check_resources, connect, require_ray
 from navi_actor.distributed.trainer import DistributedSummary, DistributedTrainer
 from navi_actor.telemetry import TrainingTelemetry
 
@@ -27,7 +28,9 @@ def train_distributed(
 
     Connects to (or starts) the cluster named by ``config.address``, runs one
     :class:`DistributedTrainer` to its step budget (or Ctrl+C), stops the workers, and disconnects
-    if this call connected.
+    if this call connected. With ``config.learners > 1`` the update runs on that many
+    data-parallel ranks under Ray Train instead (:func:`train_data_parallel`); rank 0 then opens
+    the telemetry socket itself, so ``telemetry`` must be None.
 
     Args:
         settings: resolved actor settings.
@@ -48,8 +51,15 @@ def train_distributed(
     if config is None:
         config = getattr(settings, "distributed", None) or DistributedConfig()
     ray = require_ray()
+    if config.learners > 1:
+        check_learners(settings, config)  # before a cluster starts
     started = connect(config, **(ray_init or {}))
     try:
+        check_resources(ray, config)
+        if config.learners > 1:  # rank 0 owns telemetry, the run folder and the workers
+            return train_data_parallel(
+                settings, config, artifacts_dir=artifacts_dir, checkpoint=checkpoint, progress=progress
+            )
         trainer = DistributedTrainer(
             settings,
             config,

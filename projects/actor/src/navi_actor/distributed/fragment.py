@@ -139,6 +139,19 @@ def load_fragments(storage: RolloutStorage, fragments: list[RolloutFragment]) ->
     return torch.cat([_tensor(f.last_values, device) for f in fragments])
 
 
+def whole_buffers(
+    fragments: list[RolloutFragment], device: torch.device
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """The ``K`` fragments side by side as ``[T, K*B, ...]`` tensors (``STORAGE_FIELDS``) and ``[K*B]``
+    bootstrap values: what :func:`load_fragments` writes into a storage, for a learner that shares
+    the columns out among data-parallel ranks."""
+    buffers = {
+        name: torch.cat([_tensor(f.buffers[name], device) for f in fragments], dim=1)
+        for name in STORAGE_FIELDS
+    }
+    return buffers, torch.cat([_tensor(f.last_values, device) for f in fragments])
+
+
 def merge_stats(fragments: list[RolloutFragment]) -> RolloutStats:
     """One :class:`RolloutStats` for the update: episode lists joined, per-step means averaged.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from types import ModuleType
 from typing import Any
@@ -43,6 +44,27 @@ def require_ray() -> ModuleType:
     return ray
 
 
+def reserved_cpus(config: DistributedConfig) -> float:
+    """CPUs Ray reserves for the run: every worker, and every learner rank when there are several."""
+    learners = config.learners * config.learner_cpus if config.learners > 1 else 0.0
+    return config.num_workers * config.worker_cpus + learners
+
+
+def check_resources(ray: ModuleType, config: DistributedConfig) -> None:
+    """Refuse a placement the cluster cannot hold (Ray would wait for it forever)."""
+    cpus, gpus = ray.cluster_resources().get("CPU", 0.0), ray.cluster_resources().get("GPU", 0.0)
+    need_gpus = config.num_workers * config.worker_gpus + (
+        config.learners * config.learner_gpus if config.learners > 1 else 0.0
+    )
+    if cpus + 1e-9 < reserved_cpus(config) or gpus + 1e-9 < need_gpus:
+        raise ValueError(
+            f"the Ray cluster has {cpus:g} CPUs and {gpus:g} GPUs; this run reserves "
+            f"{reserved_cpus(config):g} CPUs and {need_gpus:g} GPUs ({config.num_workers} workers x "
+            f"{config.worker_cpus:g} CPU, {config.learners} learners x {config.learner_cpus:g} CPU): lower "
+            "distributed.worker_cpus / learner_cpus or add nodes"
+        )
+
+
 def connect(config: DistributedConfig, **init_kwargs: Any) -> bool:
     """Join or start the Ray cluster named by ``config.address``.
 
@@ -62,6 +84,9 @@ def connect(config: DistributedConfig, **init_kwargs: Any) -> bool:
     if ray.is_initialized():
         return False
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
+    # A local cluster gets the logical CPUs the run reserves even on a smaller machine (the
+    # processes then share the cores), so a fixed placement never waits forever for resources.
+    options.setdefault("num_cpus", max(os.cpu_count() or 1, math.ceil(reserved_cpus(config))))
     if config.address is not None:
         options.pop("num_cpus", None)  # a running cluster's resources are its own
         options.pop("include_dashboard", None)

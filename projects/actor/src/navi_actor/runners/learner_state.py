@@ -8,6 +8,7 @@ change to promotion, cannot reach one trainer and miss the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from navi_actor.runners.progress import TrainingCounters
 from navi_actor.runners.resume import capture_rng, choose_start, restore
 from navi_actor.runners.run_folder import RunFolder
 from navi_actor.runners.shaping_adapter import ActorShaping, build_actor_shaping
+from navi_actor.storage import RolloutStorage
 
 log = structlog.get_logger()
 
@@ -108,6 +110,24 @@ class LearnerState:
             counters,
             parent,
             start.description,
+        )
+
+    def new_storage(
+        self,
+        observation_shape: tuple[int, ...],
+        columns: int,
+        storage_class: Callable[..., RolloutStorage] = RolloutStorage,
+    ) -> RolloutStorage:
+        """Rollout buffers ``[rollout_length, columns]`` for this policy, on the training device."""
+        rollout = self.settings.rollout
+        return storage_class(
+            rollout.rollout_length,
+            columns,
+            obs_shape=tuple(observation_shape),
+            action_dim=self.policy_config.action_dim,
+            state_size=self.policy.state_size,
+            sequence_length=rollout.sequence_length,
+            device=torch.device(self.settings.train.device),
         )
 
     def checkpoint(self, corpus_summary: dict[str, Any]) -> Checkpoint:

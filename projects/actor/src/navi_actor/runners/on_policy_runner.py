@@ -1,6 +1,9 @@
-"""The canonical in-process PPO loop: collect, learn, log, checkpoint, promote, repeat.
+"""The one PPO training loop: collect, learn, log, checkpoint, promote, repeat.
 
-One :class:`OnPolicyRunner` owns one run folder. It keeps going until ``total_steps`` more
+One :class:`OnPolicyRunner` owns one run folder. Its rollouts come from a
+:class:`~navi_actor.runners.rollout_source.RolloutSource`: the in-process collector
+(``--backend local``) or fragments from Ray rollout workers (``--backend ray``); setup, the loop,
+checkpoints and the summary exist once, here. It keeps going until ``total_steps`` more
 environment steps have been taken (or forever), and on Ctrl+C it saves a final checkpoint before
 returning. Everything the learning curve depends on (weights, optimiser, counters, RNG, RND state) is
 in each checkpoint, so a resumed run continues the same curve.
@@ -12,6 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 import torch
@@ -26,9 +30,8 @@ from navi_actor.runners.console import ProgressSink, as_sink
 from navi_actor.runners.env_factory import BuiltEnvironment
 from navi_actor.runners.learner_state import LearnerState
 from navi_actor.runners.progress import RunProgress, Stopwatch, carry_forward, progress_line, update_record
-from navi_actor.runners.rollout_collector import RolloutCollector
+from navi_actor.runners.rollout_source import LocalRollouts, RolloutSource
 from navi_actor.runners.run_folder import RunFolder, new_run_id
-from navi_actor.storage import RolloutStorage
 from navi_actor.telemetry import TrainingTelemetry
 
 log = structlog.get_logger()
@@ -48,14 +51,17 @@ class TrainSummary:
     promoted: list[RegistryEntry]
     steps_per_second: float
     reward_ema: float | None
+    dropped_fragments: int = 0  #: Ray rollout workers only: stale fragments dropped
+    worker_restarts: int = 0  #: Ray rollout workers only
+    workers_replaced: int = 0  #: Ray rollout workers only
 
 
 class OnPolicyRunner:
-    """Builds the policy, learner, storage and collector for one run and drives them.
+    """Builds the policy, learner and storage for one run and drives them with a rollout source.
 
     Args:
         settings: resolved actor settings.
-        built: the environment and its corpus summary.
+        source: where rollouts come from; a :class:`BuiltEnvironment` means the in-process collector.
         artifacts_dir: the ``artifacts/`` folder (runs and the model registry live under it).
         checkpoint: explicit start checkpoint (``--checkpoint``).
         telemetry: optional live telemetry publisher.
@@ -66,21 +72,22 @@ class OnPolicyRunner:
     def __init__(
         self,
         settings: ActorSettings,
-        built: BuiltEnvironment,
+        source: RolloutSource | BuiltEnvironment,
         *,
         artifacts_dir: Path,
         checkpoint: Path | None = None,
         telemetry: TrainingTelemetry | None = None,
         progress: ProgressSink | Callable[[str], None] | None = None,
     ) -> None:
-        self.settings, self.env, self.corpus_summary = settings, built.env, built.corpus_summary
+        self.source: RolloutSource = LocalRollouts(source) if isinstance(source, BuiltEnvironment) else source
+        self.settings, self.corpus_summary = settings, self.source.corpus_summary
         self.telemetry, self.progress = telemetry, as_sink(progress)
         self.registry = ModelRegistry(artifacts_dir / "models")
-        device = torch.device(settings.train.device)
+        observation_shape = self.source.observation_shape
         self.state = LearnerState.build(
             settings,
-            self.env.observation_shape,
-            self.env.num_actors,
+            observation_shape,
+            self.source.shaping_actors,
             self.registry,
             checkpoint,
             corpus_summary=self.corpus_summary,
@@ -92,49 +99,36 @@ class OnPolicyRunner:
             state.counters,
             state.parent_checkpoint,
         )
-        rollout = settings.rollout
-        self.steps_per_rollout = rollout.rollout_length * self.env.num_actors
+        self.steps_per_rollout = settings.rollout.rollout_length * self.source.columns
         total = settings.train.total_steps
         self.learner.schedule(math.ceil(total / self.steps_per_rollout) if total else None)
-        self.storage = RolloutStorage(
-            rollout.rollout_length,
-            self.env.num_actors,
-            obs_shape=tuple(self.env.observation_shape),
-            action_dim=state.policy_config.action_dim,
-            state_size=self.policy.state_size,
-            sequence_length=rollout.sequence_length,
-            device=device,
-        )
-        self.collector = RolloutCollector(
-            self.env,
-            self.policy,
-            self.storage,
-            shaping=self.shaping.reward,
-            seed=settings.train.seed + self.counters.step_id,
-            on_step=self._on_step,
-        )
+        self.storage = self.source.new_storage(state)
         label = f"{state.policy_config.encoder_backend}-{state.policy_config.temporal_core}"
         self.run = RunFolder(artifacts_dir / "runs", new_run_id(label))
         self.run.write_manifest(
             settings.model_dump(mode="json"),
             {
-                "device": str(device),
+                "device": str(torch.device(settings.train.device)),
+                **self.source.manifest(),
                 "resumed_from": self.parent_checkpoint,
                 "start_step_id": self.counters.step_id,
                 "policy_config": state.policy_config.model_dump(mode="json"),
                 "corpus_summary": self.corpus_summary,
-                "observation_shape": list(self.env.observation_shape),
+                "observation_shape": list(observation_shape),
             },
         )
         self._last_checkpoint_step, self._saved_once = self.counters.step_id, False
+        self.source.start(self)
 
-    def _on_step(self, obs: torch.Tensor) -> None:
-        if self.telemetry is not None:
-            self.telemetry.maybe_publish_observation(obs, self.counters.step_id)
+    @property
+    def collector(self) -> Any:
+        """The in-process collector (benchmarks step it directly); None for other sources."""
+        return getattr(self.source, "collector", None)
 
-    def _heartbeat(self) -> None:
+    def heartbeat(self, phase: str = "update") -> None:
+        """Tell the dashboard the run is alive (``collect``: waiting for rollouts, not updating)."""
         if self.telemetry is not None:
-            self.telemetry.heartbeat(self.counters.step_id)
+            self.telemetry.heartbeat(self.counters.step_id, phase=phase)
 
     def run_training(self) -> TrainSummary:
         """Train until the step budget is spent or Ctrl+C; always leaves a final checkpoint.
@@ -150,6 +144,7 @@ class OnPolicyRunner:
                 run_id=self.run.run_id,
                 run_dir=str(self.run.path),
                 device=self.settings.train.device,
+                backend=self.source.backend,
                 resumed_from=self.parent_checkpoint,
                 start_step_id=self.counters.step_id,
             )
@@ -160,6 +155,10 @@ class OnPolicyRunner:
             finally:
                 if self.progress is not None:
                     self.progress.close()
+
+    def close(self) -> None:
+        """Release what the rollout source started (Ray: the workers it owns)."""
+        self.source.close()
 
     def _note(self, text: str) -> None:
         if self.progress is not None:
@@ -179,41 +178,51 @@ class OnPolicyRunner:
             left.append(max(60 * max_minutes - seconds, 0.0))
         return min(left) if left else None
 
-    def _train(self) -> TrainSummary:
+    def _keep_going(self, steps: int, clock: Stopwatch) -> bool:
         total, max_minutes = self.settings.train.total_steps, self.settings.train.max_minutes
+        return (total is None or steps < total) and (max_minutes is None or clock.total() < 60 * max_minutes)
+
+    def _learn_one(self, updates: int, clock: Stopwatch) -> tuple[Any, Any]:
+        """Collect one rollout from the source and run one PPO update on it."""
+        rollout, max_minutes = self.settings.rollout, self.settings.train.max_minutes
+        if updates == 0:
+            self._status(
+                f"collecting the first rollout ({rollout.rollout_length} steps x {self.source.columns} "
+                "drones; the first steps compile the simulator's kernels)"
+            )
+        stats = self.source.collect(
+            *self.learner.discount(
+                rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
+            )
+        )
+        if max_minutes is not None:
+            self.learner.set_time_spent(clock.total() / (60 * max_minutes))
+        if updates == 0:
+            self._status(f"first PPO update ({self.settings.ppo.epochs} epochs) ...")
+        self.source.before_update()
+        result = self.learner.update(
+            self.storage, self.shuffle, self.shaping.auxiliary_step, on_minibatch=self.heartbeat
+        )
+        self.source.learned()  # before the bookkeeping: Ray workers wait on the new weights
+        return stats, result
+
+    def _train(self) -> TrainSummary:
         clock, lap = Stopwatch(), Stopwatch()
         steps, updates, interrupted = 0, 0, False
         promoted: list[RegistryEntry] = []
         next_progress = 0.0
         shown: dict[str, float] = {}  # the last progress line's values (episode metrics carried forward)
         try:
-            while (total is None or steps < total) and (
-                max_minutes is None or clock.total() < 60 * max_minutes
-            ):
-                if updates == 0:
-                    self._status(
-                        f"collecting the first rollout ({self.settings.rollout.rollout_length} steps x "
-                        f"{self.env.num_actors} drones; the first steps compile the simulator's kernels)"
-                    )
-                rollout = self.settings.rollout
-                stats = self.collector.collect(
-                    *self.learner.discount(
-                        rollout.gamma, rollout.gae_lambda, rollout.gamma_final, rollout.gae_lambda_final
-                    )
-                )
-                if max_minutes is not None:
-                    self.learner.set_time_spent(clock.total() / (60 * max_minutes))
-                if updates == 0:
-                    self._status(f"first PPO update ({self.settings.ppo.epochs} epochs) ...")
-                result = self.learner.update(
-                    self.storage, self.shuffle, self.shaping.auxiliary_step, on_minibatch=self._heartbeat
-                )
+            while self._keep_going(steps, clock):
+                stats, result = self._learn_one(updates, clock)
                 self.counters.record(stats, self.settings.train.reward_ema_alpha, lap.lap())
                 steps, updates = steps + stats.env_steps, updates + 1
                 record = update_record(self.counters, stats, result, steps / max(clock.total(), 1e-9))
+                record |= self.source.record()
                 self.run.append_metrics(record)
                 if self.telemetry is not None:
                     self.telemetry.publish_update(self.counters.step_id, record)
+                self.source.publish()
                 if self.counters.step_id - self._last_checkpoint_step >= self.settings.checkpoint.every_steps:
                     promoted += self.save_checkpoint()
                 shown = carry_forward(shown, record)  # every update: episodes end between two lines
@@ -226,8 +235,8 @@ class OnPolicyRunner:
             self._note(f"interrupted at step {self.counters.step_id:,}: writing the final checkpoint")
         if self.counters.step_id != self._last_checkpoint_step or not self._saved_once:
             promoted += self.save_checkpoint()
-        final = checkpoint_path(self.run.checkpoints, self.counters.step_id)
-        self.run.mark_finished(self.counters.step_id, interrupted=interrupted)
+        self.run.mark_finished(self.counters.step_id, interrupted=interrupted)  # not a killed run
+        faults = self.source.counters()
         summary = TrainSummary(
             run_id=self.run.run_id,
             run_dir=self.run.path,
@@ -235,12 +244,15 @@ class OnPolicyRunner:
             steps_this_run=steps,
             updates_this_run=updates,
             interrupted=interrupted,
-            final_checkpoint=final,
+            final_checkpoint=checkpoint_path(self.run.checkpoints, self.counters.step_id),
             promoted=promoted,
             steps_per_second=steps / max(clock.total(), 1e-9),
             reward_ema=self.counters.reward_ema,
+            **faults,
         )
-        log.info("actor.train.finished", run_id=summary.run_id, step_id=summary.step_id, steps=steps)
+        log.info(
+            "actor.train.finished", run_id=summary.run_id, step_id=summary.step_id, steps=steps, **faults
+        )
         return summary
 
     def _run_progress(self, steps: int, seconds: float) -> RunProgress:
@@ -252,11 +264,12 @@ class OnPolicyRunner:
         )
 
     def checkpoint(self) -> Checkpoint:
-        """The current training state as a :class:`Checkpoint`."""
+        """The current training state as a v3 :class:`Checkpoint`."""
         return self.state.checkpoint(self.corpus_summary)
 
     def save_checkpoint(self) -> list[RegistryEntry]:
         """Write a checkpoint, prune old ones, and promote it if its reward EMA beats the best."""
-        promoted = self.state.save(self.corpus_summary, self.run, self.registry, f"run {self.run.run_id}")
+        origin = f"{'Ray ' if self.source.backend == 'ray' else ''}run {self.run.run_id}"
+        promoted = self.state.save(self.corpus_summary, self.run, self.registry, origin)
         self._last_checkpoint_step, self._saved_once = self.counters.step_id, True
         return promoted

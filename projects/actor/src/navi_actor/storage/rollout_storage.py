@@ -31,6 +31,9 @@ class SequenceBatch:
     returns: torch.Tensor  # [L, M]
     episode_starts: torch.Tensor  # [L, M] bool
     state0: torch.Tensor  # [M, S] recurrent state before the first step of each sequence
+    # This batch's share of the minibatch's sequences: 1 for a single learner; a data-parallel rank
+    # holding part of a minibatch weighs its losses by it (navi_actor.distributed.data_parallel).
+    share: float = 1.0
 
 
 class RolloutStorage:
@@ -165,8 +168,12 @@ class RolloutStorage:
             gamma=gamma,
             gae_lambda=gae_lambda,
         )
-        self.advantages.copy_(normalize_advantages(advantages))
+        self.advantages.copy_(self.normalise_advantages(advantages))
         self.returns.copy_(returns)
+
+    def normalise_advantages(self, advantages: torch.Tensor) -> torch.Tensor:
+        """Zero-mean, unit-std over the rollout (a data-parallel shard reduces over all shards)."""
+        return normalize_advantages(advantages)
 
     @property
     def num_sequences(self) -> int:
