@@ -16,8 +16,8 @@ from navi_actor.bc.dataset import DemoData
 from navi_actor.bc.trainer import train_bc
 from navi_actor.checkpoints import Checkpoint, load_checkpoint, save_checkpoint
 from navi_actor.config import PPOConfig
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 

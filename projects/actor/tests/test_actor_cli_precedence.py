@@ -69,6 +69,7 @@ CASES: dict[str, list[Case]] = {
         Case("--backend", "train.backend", "ray", "local", "ray"),
         Case("--address", "distributed.address", "ray://c:3", "ray://b:2", "ray://a:1"),
         _int("--num-workers", "distributed.num_workers"),
+        _int("--learners", "distributed.learners", 4, 2, 3),
         Case("--logger", "train.logger", "wandb", "tensorboard", "wandb"),
         Case("--keys", "telemetry.keys", "{tmp}/keys_cli", "{tmp}/keys_env", "{tmp}/keys_dotenv"),
     ],

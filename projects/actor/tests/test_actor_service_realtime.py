@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from env_bridge import observation_message
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import PolicyStepper
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.point_env import PointGoalEnv
 from navi_actor.service import BrainSettings, run_brain
-from navi_actor.service.env_bridge import observation_message
 from navi_actor.service.realtime_inference import InferenceLoop, InferencePlan
 from navi_actor.service.realtime_shared import SKIPPED_OBSERVATIONS, SharedLayout, SharedState
 from navi_contracts import Action, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics

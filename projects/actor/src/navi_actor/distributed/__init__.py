@@ -9,10 +9,10 @@ group is imported eagerly, so ``navi_actor.config`` can hold ``DistributedConfig
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from navi_actor.distributed.config import DistributedConfig
+from navi_contracts.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_actor.distributed.entry import train_distributed
@@ -37,7 +37,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'navi_actor.distributed' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -51,7 +51,7 @@ class RolloutCollector:
     """Steps ``env`` with ``policy`` into ``storage``.
 
     Args:
-        env: batched environment (:class:`~navi_actor.runners.env_protocol.VectorEnv`).
+        env: batched environment (:class:`~navi_actor.envs.protocol.VectorEnv`).
         policy: the acting policy (same object the learner trains).
         storage: rollout buffers sized for ``env.num_actors``.
         shaping: optional actor-side reward shaping.
