@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from navi_actor.models import NaviPolicy, clip_action
+from navi_actor.models import ActOutput, NaviPolicy, clip_action
 
 
 class PolicyStepper:
@@ -55,6 +55,17 @@ class PolicyStepper:
         # a new tensor, not fill_: tensors made under inference_mode cannot be written outside it
         self.episode_start = torch.ones(self.num_actors, dtype=torch.bool, device=self.device)
 
+    def _advance(self, obs: torch.Tensor) -> ActOutput:
+        """Run the policy on one observation batch and advance the recurrent state."""
+        if obs.shape[0] != self.num_actors:
+            raise ValueError(f"observation batch {obs.shape[0]} does not match {self.num_actors} drones")
+        acted = self.policy.act(
+            obs.to(self.device), self.state, self.episode_start, deterministic=self.deterministic
+        )
+        self.state = acted.state
+        self.episode_start = torch.zeros_like(self.episode_start)
+        return acted
+
     @torch.inference_mode()
     def act(self, obs: torch.Tensor) -> torch.Tensor:
         """Choose the actions for one observation batch and advance the recurrent state.
@@ -65,14 +76,7 @@ class PolicyStepper:
         Returns:
             ``[B, 4]`` actions clipped to [-1, 1] (what physics receives), on the stepper's device.
         """
-        if obs.shape[0] != self.num_actors:
-            raise ValueError(f"observation batch {obs.shape[0]} does not match {self.num_actors} drones")
-        acted = self.policy.act(
-            obs.to(self.device), self.state, self.episode_start, deterministic=self.deterministic
-        )
-        self.state = acted.state
-        self.episode_start = torch.zeros_like(self.episode_start)
-        return clip_action(acted.action)
+        return clip_action(self._advance(obs).action)
 
     @torch.inference_mode()
     def act_chunk(self, obs: torch.Tensor) -> torch.Tensor:
@@ -81,13 +85,7 @@ class PolicyStepper:
         Entry 0 is exactly what :meth:`act` returns (the sample, or the mean if deterministic); the
         later entries are the chunk head's mean actions for the next H-1 ticks (H = 1: none).
         """
-        if obs.shape[0] != self.num_actors:
-            raise ValueError(f"observation batch {obs.shape[0]} does not match {self.num_actors} drones")
-        acted = self.policy.act(
-            obs.to(self.device), self.state, self.episode_start, deterministic=self.deterministic
-        )
-        self.state = acted.state
-        self.episode_start = torch.zeros_like(self.episode_start)
+        acted = self._advance(obs)
         chunk = acted.action[:, None]
         if acted.action_chunk is not None:
             chunk = torch.cat([chunk, acted.action_chunk[:, 1:]], dim=1)
