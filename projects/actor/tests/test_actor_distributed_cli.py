@@ -31,8 +31,9 @@ def test_learners_reach_the_settings_and_must_divide_the_drones() -> None:
     settings = build_settings(distributed={"learners": 2, "learner_cpus": 0.5})
     assert settings.distributed.learners == 2 and settings.distributed.learner_cpus == 0.5
     assert build_settings().distributed.learners == 1  # one learner unless asked
-    args = ["train", "--backend", "ray", "--environment-backend", "point", "--no-telemetry", "--total-steps", "8"]
-    result = CliRunner().invoke(main, [*args, "--num-workers", "2", "--num-actors", "4", "--learners", "3"])
+    args = ["train", "--backend", "ray", "--environment-backend", "point", "--no-telemetry"]
+    args += ["--total-steps", "8", "--num-workers", "2", "--num-actors", "4", "--learners", "3"]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "--learners 3 must divide the 8 drones of one update" in result.output
 
