@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from point_rollouts import collected
 
 from navi_actor.algorithms.losses import chunk_prediction_loss, chunk_targets
 from navi_actor.algorithms.ppo import CHUNK_METRIC, PPOLearner
@@ -15,24 +16,11 @@ from navi_actor.bc.dataset import DemoData
 from navi_actor.bc.trainer import train_bc
 from navi_actor.checkpoints import Checkpoint, load_checkpoint, save_checkpoint
 from navi_actor.config import PPOConfig
-from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.rollout_collector import RolloutCollector
-from navi_actor.storage import RolloutStorage
 
 SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
 
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def collected(policy: NaviPolicy) -> RolloutStorage:
-    env = PointGoalEnv(4, azimuth=16, elevation=8, max_steps=12)
-    storage = RolloutStorage(
-        16, 4, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
-    )
-    RolloutCollector(env, policy, storage, seed=0).collect(0.99, 0.95)
-    return storage
 
 
 def test_targets_are_the_later_actions_of_the_same_episode_inside_the_sequence() -> None:

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from point_rollouts import collected
 
 from navi_actor.algorithms.losses import clipped_surrogate_loss, clipped_value_loss, kl_to_reference
 from navi_actor.algorithms.ppo import PPOLearner
 from navi_actor.config import PPOConfig
-from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.runners.rollout_collector import RolloutCollector
-from navi_actor.storage import RolloutStorage
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def collected(policy: NaviPolicy) -> RolloutStorage:
-    env = PointGoalEnv(4, azimuth=16, elevation=8, max_steps=12)
-    storage = RolloutStorage(
-        16, 4, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
-    )
-    RolloutCollector(env, policy, storage, seed=0).collect(0.99, 0.95)
-    return storage
 
 
 def test_surrogate_known_answers() -> None:
