@@ -149,3 +149,22 @@ def test_ensure_default_corpus_builds_once(tmp_path: Path) -> None:
     (folder / "hall_000.gmdag").unlink()  # incomplete -> rebuilt
     ensure_default_corpus(tmp_path / "default", env_settings=settings, progress=False)
     assert (folder / "hall_000.gmdag").is_file()
+
+
+def test_a_corpus_compiled_by_the_old_void_rule_is_rebuilt(tmp_path: Path) -> None:
+    """A manifest without ``exact_clearance_m`` (compiled before doorways were fixed) or with another
+    value counts as incomplete, so the default corpus is rebuilt with the current rule."""
+    import json
+
+    from navi_environment.config import EnvironmentSettings
+
+    settings = EnvironmentSettings(
+        compile={"resolution": 32, "count_per_family": 1, "families": ["hall"], "qualify": False}
+    )
+    folder = ensure_default_corpus(tmp_path / "default", env_settings=settings, progress=False)
+    manifest = folder / "manifest.json"
+    record = json.loads(manifest.read_text())
+    del record["settings"]["exact_clearance_m"]
+    manifest.write_text(json.dumps(record))
+    ensure_default_corpus(tmp_path / "default", env_settings=settings, progress=False)
+    assert load_manifest(folder).settings["exact_clearance_m"] == settings.compile.exact_clearance_m
