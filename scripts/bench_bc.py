@@ -35,7 +35,7 @@ from navi_actor.models import NaviPolicy, PolicyConfig, clip_action
 from navi_auditor.demos.batch_recorder import record_autopilot_batch
 from navi_auditor.explorer.autopilot import Autopilot
 from navi_auditor.settings import AutopilotSettings
-from navi_contracts import configure_logging
+from navi_common import configure_logging
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings, SceneSettings, SensorSettings
 from navi_environment.runtime.analytic import RoomSpec, room_scene

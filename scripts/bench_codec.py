@@ -6,7 +6,8 @@ Prints ONE JSON line. ``encode_us`` + ``decode_us`` is the wire form (``encode_f
 (recordings), which adds one copy. ``copy_us`` (``np.copy`` of the message's eight arrays) is timed in
 the same run as a yardstick for how loaded the machine was. Rounds are interleaved and timed in
 process CPU time; each variant keeps its best round. ``codec_lines`` counts the lines (``wc -l``) of
-the codec modules (``codec*.py``, ``fast_*.py``, ``msgpack_view.py``) of the installed package.
+the codec modules (``codec*.py``, ``fast_*.py``, ``msgpack_view.py``) of the installed package, and
+``contracts_src_lines`` those of every module of ``navi_contracts`` (issue 18: under 1,500).
 
     uv run python scripts/bench_codec.py [--rounds 15] [--iterations 200]
 
@@ -59,11 +60,11 @@ def _best_seconds_per_call(
     return best
 
 
-def codec_lines() -> dict[str, int]:
-    """``wc -l`` of each codec module of the installed ``navi_contracts``."""
+def codec_lines(patterns: tuple[str, ...] = CODEC_MODULES) -> dict[str, int]:
+    """``wc -l`` of each module of the installed ``navi_contracts`` matching ``patterns``."""
     package = Path(navi_contracts.__file__).parent
-    files = sorted({path for pattern in CODEC_MODULES for path in package.glob(pattern)})
-    return {path.name: len(path.read_bytes().splitlines()) for path in files}
+    files = sorted({path for pattern in patterns for path in package.rglob(pattern)})
+    return {str(path.relative_to(package)): len(path.read_bytes().splitlines()) for path in files}
 
 
 def _wait_for_old_kernel() -> None:
@@ -89,7 +90,7 @@ def _wait_for_old_kernel() -> None:
 def main(
     *, rounds: int, iterations: int, batch: int, azimuth: int, elevation: int, baseline: str | None
 ) -> None:
-    """Time encode and decode of one observation; count the codec's lines."""
+    """Time encode and decode of one observation; count the codec's and the package's lines."""
     message = sample_distance_matrix(batch, azimuth, elevation, seed=1)
     assert message.delta_depth is not None and message.poses is not None
     arrays = [message.depth, message.semantic, message.valid_mask, message.delta_depth, message.env_ids,
@@ -122,6 +123,7 @@ def main(
         "buffer_bytes": len(payload),
         "codec_lines": sum(lines.values()),
         "codec_files": lines,
+        "contracts_src_lines": sum(codec_lines(("*.py",)).values()),
         "rounds": rounds,
         "iterations": iterations,
         "python": platform.python_version(),

@@ -33,7 +33,8 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 
-from navi_contracts import Publisher, encode, free_tcp_endpoint, topics
+from navi_common import Publisher, free_tcp_endpoint
+from navi_contracts import encode, topics
 from navi_dashboard.png import encode_png
 from navi_dashboard.render import render_panorama
 from navi_dashboard.synthetic import room_matrix
@@ -112,7 +113,8 @@ async def live_tab(url: str, seconds: float) -> dict[str, float]:
 
 NULL_WATCHER = """
 import sys
-from navi_contracts import Subscriber, topics
+from navi_common import Subscriber
+from navi_contracts import topics
 with Subscriber(sys.argv[1], topics=[topics.DISTANCE_MATRIX], latest_only=True) as sub:
     print("ready", flush=True)
     while True:

@@ -126,7 +126,7 @@ def _env_kwargs(scene: Path) -> dict[str, Any]:
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
 def main(scene: str, iterations: int, env_steps: int, threads: int | None) -> None:
     """Measure SB3 PPO and Navi's trainer on the same scene; print one JSON line."""
-    from navi_contracts.logging import configure_logging
+    from navi_common.logging import configure_logging
     from navi_environment.config import EnvironmentSettings
     from navi_environment.gym_scenes import scene_file
 

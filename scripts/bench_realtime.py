@@ -51,16 +51,8 @@ import torch
 
 from navi_actor.checkpoints import Checkpoint, load_checkpoint, save_checkpoint
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_contracts import (
-    Publisher,
-    RepServer,
-    StepRequest,
-    Subscriber,
-    TelemetryEvent,
-    configure_logging,
-    free_tcp_endpoint,
-    topics,
-)
+from navi_common import Publisher, RepServer, Subscriber, configure_logging, free_tcp_endpoint
+from navi_contracts import StepRequest, TelemetryEvent, topics
 
 VARIANTS = ("sequential", "realtime_h1", "realtime_chunks", "chunks_no_blend")
 TARGET_LATENCY = 2

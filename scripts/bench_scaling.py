@@ -41,7 +41,7 @@ from navi_actor.config import ActorSettings
 from navi_actor.distributed import DistributedConfig, DistributedTrainer, require_ray, train_distributed
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
-from navi_contracts.logging import configure_logging
+from navi_common.logging import configure_logging
 
 TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
 

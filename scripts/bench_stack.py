@@ -34,7 +34,8 @@ import torch
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.inference import PolicyStepper, build_policy, resolve_policy_source
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_contracts import Action, Subscriber, TelemetryEvent, configure_logging, free_tcp_endpoint, topics
+from navi_common import Subscriber, configure_logging, free_tcp_endpoint
+from navi_contracts import Action, TelemetryEvent, topics
 
 TARGET_RATIO = 0.7
 _ENV_ENTRY = "import sys; from navi_environment.cli import main; sys.exit(main())"

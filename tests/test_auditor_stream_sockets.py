@@ -11,7 +11,8 @@ from pathlib import Path
 
 from navi_auditor.settings import RecordingSettings
 from navi_auditor.streams import StreamReader, record_stream, replay_stream
-from navi_contracts import Publisher, Subscriber, decode, encode, free_tcp_endpoint, topics
+from navi_common import Publisher, Subscriber, free_tcp_endpoint
+from navi_contracts import decode, encode, topics
 from navi_contracts.samples import sample_action, sample_distance_matrix, sample_telemetry
 
 GAPS_S = [0.0, 0.0, 0.25, 0.0, 0.4, 0.0, 0.0, 0.15]

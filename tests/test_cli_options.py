@@ -1,5 +1,5 @@
 """Every console script: its module imports no torch (``--help`` stays fast), and every option made
-from a settings field (:class:`navi_contracts.cli_options.SettingsOption`) is named after that field."""
+from a settings field (:class:`navi_common.cli_options.SettingsOption`) is named after that field."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import click
 import pytest
 from pydantic_core import PydanticUndefined
 
-from navi_contracts.cli_options import SettingsOption, field_info, option_name
+from navi_common.cli_options import SettingsOption, field_info, option_name
 
 SCRIPTS = sorted(
     (ep for ep in entry_points(group="console_scripts") if ep.module.split(".")[0].startswith("navi_")),

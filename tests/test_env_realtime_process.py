@@ -18,15 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from navi_contracts import (
-    Action,
-    DistanceMatrix,
-    Publisher,
-    Subscriber,
-    TelemetryEvent,
-    free_tcp_endpoint,
-    topics,
-)
+from navi_common import Publisher, Subscriber, free_tcp_endpoint
+from navi_contracts import Action, DistanceMatrix, TelemetryEvent, topics
 from navi_contracts import telemetry_names as names
 
 pytestmark = pytest.mark.slow

@@ -19,18 +19,10 @@ import zmq
 from click.testing import CliRunner
 from structlog.testing import capture_logs
 
-from navi_contracts import (
-    Action,
-    PeerTimeoutError,
-    ReqClient,
-    StepRequest,
-    StepResult,
-    Subscriber,
-    free_tcp_endpoint,
-    topics,
-)
-from navi_contracts.cli import main as contracts_cli
-from navi_contracts.curve import CurveKeys, KeysError, generate_keys, load_keys
+from navi_common import PeerTimeoutError, ReqClient, Subscriber, free_tcp_endpoint
+from navi_common.transport.curve import CurveKeys, KeysError, generate_keys, load_keys
+from navi_common.transport.keys_cli import main as keys_cli
+from navi_contracts import Action, StepRequest, StepResult, topics
 
 REFUSAL_TIMEOUT_MS = 400
 
@@ -72,14 +64,14 @@ def _step(request_id: int) -> StepRequest:
 
 def test_generate_writes_private_secrets_and_refuses_to_overwrite(tmp_path: Path) -> None:
     folder = tmp_path / "k"
-    result = CliRunner().invoke(contracts_cli, ["keys", "generate", "--dir", str(folder)])
+    result = CliRunner().invoke(keys_cli, ["generate", "--dir", str(folder)])
     assert result.exit_code == 0, result.output
     for name in ("server.key_secret", "client.key_secret"):
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     loaded = CurveKeys.load(folder)
     assert loaded.client_public in loaded.allowed_clients and loaded.server_secret is not None
-    again = CliRunner().invoke(contracts_cli, ["keys", "generate", "--dir", str(folder)])
+    again = CliRunner().invoke(keys_cli, ["generate", "--dir", str(folder)])
     assert again.exit_code != 0 and "already exist" in again.output and "Traceback" not in again.output
     assert CurveKeys.load(folder).server_public == loaded.server_public  # untouched
 
@@ -140,7 +132,7 @@ def test_only_the_allowlisted_client_steps_and_receives(
 
 
 def test_oversized_requests_are_dropped_and_the_server_keeps_serving() -> None:
-    from navi_contracts.zmq_reqrep import RepServer
+    from navi_common.transport.reqrep import RepServer
 
     endpoint = free_tcp_endpoint()
     limits = _small_limits(4096)
@@ -169,7 +161,8 @@ def test_an_oversized_publication_is_cut_off_without_harm() -> None:
     """ZeroMQ drops the connection that carried the oversized frame (a protocol error: that
     subscriber stays disconnected from that publisher, docs/security.md); nothing is decoded or
     buffered, and the publisher keeps serving its other subscribers."""
-    from navi_contracts import Publisher, TelemetryEvent
+    from navi_common import Publisher
+    from navi_contracts import TelemetryEvent
 
     endpoint = free_tcp_endpoint()
     small = TelemetryEvent(
@@ -204,7 +197,8 @@ def test_secure_telemetry_reaches_the_recorder_and_the_dashboard_only_with_the_k
 ) -> None:
     from navi_auditor.settings import RecordingSettings
     from navi_auditor.streams import StreamReader, record_stream
-    from navi_contracts import Publisher, TelemetryEvent
+    from navi_common import Publisher
+    from navi_contracts import TelemetryEvent
     from navi_dashboard.ingest import build_feeds
     from navi_dashboard.settings import DashboardSettings
     from navi_dashboard.state import DashboardState

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from navi_contracts import Publisher, RepServer, free_tcp_endpoint, topics
+from navi_common import Publisher, RepServer, free_tcp_endpoint
+from navi_common.transport import endpoints
+from navi_contracts import topics
 
 linux_only = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads /proc/net/tcp")
 
@@ -55,21 +57,23 @@ def test_every_default_bind_is_loopback_and_every_client_connects_to_localhost()
         "explorer PUB": AuditorSettings().explore.publish or "",
     }
     for name, endpoint in binds.items():
-        assert topics.is_local_endpoint(endpoint), f"{name} binds {endpoint}"
-        assert topics.endpoint_host(endpoint) == "127.0.0.1", name
+        assert endpoints.is_local_endpoint(endpoint), f"{name} binds {endpoint}"
+        assert endpoints.endpoint_host(endpoint) == "127.0.0.1", name
     assert dashboard.host == "127.0.0.1"
     connects = [server.action_sub, service.sub_endpoint, service.step_endpoint]
     connects += [dashboard.matrix_sub, dashboard.actor_sub]
-    assert all(topics.endpoint_host(endpoint) == "localhost" for endpoint in connects), connects
+    assert all(endpoints.endpoint_host(endpoint) == "localhost" for endpoint in connects), connects
 
 
 def test_endpoint_helpers() -> None:
-    assert topics.is_local_endpoint("tcp://127.0.0.1:1") and topics.is_local_endpoint("tcp://[::1]:1")
-    assert topics.is_local_endpoint("ipc:///tmp/x") and topics.is_local_endpoint("tcp://localhost:5")
-    assert not topics.is_local_endpoint("tcp://*:5559") and not topics.is_local_endpoint("tcp://0.0.0.0:1")
-    assert not topics.is_local_endpoint("tcp://192.168.1.4:1") and not topics.is_local_endpoint("tcp://eth0:1")
-    assert topics.with_host("tcp://127.0.0.1:5559", "0.0.0.0") == "tcp://0.0.0.0:5559"
-    assert topics.with_host("ipc:///tmp/x", "0.0.0.0") == "ipc:///tmp/x"
+    assert endpoints.is_local_endpoint("tcp://127.0.0.1:1") and endpoints.is_local_endpoint("tcp://[::1]:1")
+    assert endpoints.is_local_endpoint("ipc:///tmp/x") and endpoints.is_local_endpoint("tcp://localhost:5")
+    assert not endpoints.is_local_endpoint("tcp://*:5559")
+    assert not endpoints.is_local_endpoint("tcp://0.0.0.0:1")
+    assert not endpoints.is_local_endpoint("tcp://192.168.1.4:1")
+    assert not endpoints.is_local_endpoint("tcp://eth0:1")
+    assert endpoints.with_host("tcp://127.0.0.1:5559", "0.0.0.0") == "tcp://0.0.0.0:5559"
+    assert endpoints.with_host("ipc:///tmp/x", "0.0.0.0") == "ipc:///tmp/x"
 
 
 @linux_only
@@ -90,7 +94,8 @@ def test_a_default_environment_server_listens_on_loopback_only() -> None:
     thread = threading.Thread(target=serve, args=(backend, pub, rep, stop, config), daemon=True)
     thread.start()
     try:
-        from navi_contracts import ReqClient, StepRequest, StepResult
+        from navi_common import ReqClient
+        from navi_contracts import StepRequest, StepResult
 
         with ReqClient(topics.connect_endpoint(rep_port), timeout_ms=5000) as client:
             client.request(StepRequest(request_id=1, reset=True, seed=0), expected=StepResult)  # it is up

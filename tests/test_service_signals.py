@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from navi_contracts import free_tcp_endpoint
+from navi_common import free_tcp_endpoint
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and named pipes")
 

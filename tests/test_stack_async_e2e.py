@@ -23,7 +23,8 @@ import torch
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_contracts import Action, DistanceMatrix, Subscriber, free_tcp_endpoint, topics
+from navi_common import Subscriber, free_tcp_endpoint
+from navi_contracts import Action, DistanceMatrix, topics
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from navi_contracts import Action, Subscriber, free_tcp_endpoint, topics
+from navi_common import Subscriber, free_tcp_endpoint
+from navi_contracts import Action, topics
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
@@ -104,7 +105,7 @@ def test_navi_stack_runs_restarts_and_stops_together(tmp_path: Path) -> None:
 def test_navi_stack_secure_acts_for_keyed_subscribers_only(tmp_path: Path) -> None:
     """``navi-stack --keys DIR`` (what ``--secure`` does with artifacts/keys) end to end: every child
     runs CURVE; a subscriber with the client key sees the brain's actions, one without sees nothing."""
-    from navi_contracts.curve import CurveKeys, generate_keys
+    from navi_common.transport.curve import CurveKeys, generate_keys
     from navi_environment.corpus.settings import CompileSettings
     from navi_environment.corpus.sources import compile_source
     from navi_environment.gmdag.writer import write_gmdag

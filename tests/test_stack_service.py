@@ -25,7 +25,8 @@ from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.inference import ActingTelemetry, PolicyStepper, build_policy, resolve_policy_source
 from navi_actor.inference.runner import run_inference
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_contracts import Action, RemoteError, ReqClient, Subscriber, free_tcp_endpoint, topics
+from navi_common import RemoteError, ReqClient, Subscriber, free_tcp_endpoint
+from navi_contracts import Action, topics
 from navi_contracts.samples import sample_action
 
 pytestmark = pytest.mark.slow

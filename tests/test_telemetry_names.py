@@ -17,7 +17,8 @@ from navi_actor.algorithms.ppo import METRIC_NAMES, UpdateResult
 from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.runners.progress import TrainingCounters, update_record
 from navi_actor.runners.rollout_collector import RolloutStats
-from navi_contracts import Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
+from navi_common import Publisher, Subscriber, free_tcp_endpoint
+from navi_contracts import TelemetryEvent, topics
 from navi_contracts import telemetry_names as names
 from navi_dashboard.ingest import sample_from_event
 from navi_dashboard.server import hello_message
@@ -153,7 +154,8 @@ def test_a_finished_episode_reports_its_return_and_length_not_the_next_ones() ->
 
 
 def test_realtime_environment_stats_are_understood_and_fill_the_realtime_charts() -> None:
-    from navi_contracts import Action, RepServer, StepRequest
+    from navi_common import RepServer
+    from navi_contracts import Action, StepRequest
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
     from navi_environment.runtime.analytic import RoomSpec, room_scene

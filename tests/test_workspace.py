@@ -15,8 +15,23 @@ from click.testing import CliRunner
 from navi_contracts.paths import artifacts_root, repo_root
 
 ROOT = Path(__file__).resolve().parents[1]
-CONSOLE_SCRIPTS = ("navi-environment", "navi-actor", "brain", "navi-auditor", "explore", "navi-dashboard")
-MEMBERS = ("contracts", "projects/environment", "projects/actor", "projects/auditor", "projects/dashboard")
+CONSOLE_SCRIPTS = (
+    "navi-environment",
+    "navi-actor",
+    "brain",
+    "navi-auditor",
+    "explore",
+    "navi-dashboard",
+    "navi-keys",
+)
+MEMBERS = (
+    "contracts",
+    "projects/common",
+    "projects/environment",
+    "projects/actor",
+    "projects/auditor",
+    "projects/dashboard",
+)
 
 
 @pytest.mark.parametrize("name", CONSOLE_SCRIPTS)

@@ -35,9 +35,9 @@ from pydantic import ValidationError
 
 from navi_contracts.arrays import ArraySpec
 from navi_contracts.errors import ContractError, format_validation_error
+from navi_contracts.limits import ContractLimits
 from navi_contracts.model_base import WireModel, array_specs, nested_models
 from navi_contracts.models import MODELS_BY_KIND
-from navi_contracts.settings import ContractLimits
 
 M = TypeVar("M", bound=WireModel)
 Frame = bytes | bytearray | memoryview
@@ -128,14 +128,7 @@ def _wire_array(array: np.ndarray) -> np.ndarray:
 
 
 def encode(model: WireModel) -> bytes:
-    """Serialise ``model`` into one buffer (the frames of :func:`encode_frames`, joined).
-
-    Args:
-        model: any wire model.
-
-    Returns:
-        The bytes (one copy of each array), for storing or :meth:`Publisher.publish_raw`.
-    """
+    """``model`` as one buffer (the frames of :func:`encode_frames`, joined; one copy of each array)."""
     return join_frames(encode_frames(model))
 
 

@@ -262,5 +262,3 @@ MODELS: tuple[type[WireModel], ...] = (
     ErrorReply,
 )
 MODELS_BY_KIND: dict[str, type[WireModel]] = {model.WIRE_KIND: model for model in MODELS}
-
-

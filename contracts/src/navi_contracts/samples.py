@@ -12,15 +12,7 @@ from navi_contracts.models import Action, DistanceMatrix, RobotPose, StepResult,
 
 
 def sample_pose(batch: int, seed: int = 0) -> RobotPose:
-    """Random poses for ``batch`` drones.
-
-    Args:
-        batch: B.
-        seed: numpy random seed.
-
-    Returns:
-        A RobotPose with position [B,3] in [-50, 50] m and yaw [B] in [-pi, pi].
-    """
+    """Random poses for ``batch`` drones: position [B,3] in [-50, 50] m, yaw [B] in [-pi, pi]."""
     rng = np.random.default_rng(seed)
     return RobotPose(
         position=rng.uniform(-50, 50, (batch, 3)).astype(np.float32),
@@ -31,17 +23,9 @@ def sample_pose(batch: int, seed: int = 0) -> RobotPose:
 def sample_distance_matrix(
     batch: int = 4, azimuth: int = 256, elevation: int = 48, seed: int = 0, with_delta: bool = True
 ) -> DistanceMatrix:
-    """A random but valid observation.
+    """A random valid observation [B,Az,El]: depth in [0,1], semantic ids in [0,8), a random mask.
 
-    Args:
-        batch: B (drones).
-        azimuth: Az bins.
-        elevation: El bins.
-        seed: numpy random seed.
-        with_delta: include ``delta_depth`` and ``poses``.
-
-    Returns:
-        A DistanceMatrix with depth [B,Az,El] in [0,1], semantic ids in [0,8), a random valid mask.
+    ``with_delta`` adds ``delta_depth`` and ``poses``.
     """
     rng = np.random.default_rng(seed)
     shape = (batch, azimuth, elevation)

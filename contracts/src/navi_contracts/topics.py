@@ -6,11 +6,8 @@ version never even receives our messages on a subscription, which is safer than 
 
 from __future__ import annotations
 
-import ipaddress
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from navi_contracts.model_base import WireModel
+from navi_contracts.model_base import WireModel
+from navi_contracts.models import Action, DistanceMatrix, StepRequest, StepResult, TelemetryEvent
 
 DISTANCE_MATRIX = "distance_matrix_v2"
 ACTION = "action_v2"
@@ -36,70 +33,19 @@ DASHBOARD_PORT = 8050
 
 
 def bind_endpoint(port: int, host: str = LOOPBACK) -> str:
-    """The TCP endpoint a server binds, e.g. ``tcp://127.0.0.1:5559``.
-
-    Args:
-        port: TCP port, 1..65535.
-        host: interface to bind (default loopback; ``0.0.0.0`` or ``*`` = every interface).
-
-    Returns:
-        The ZeroMQ endpoint string.
-    """
-    if not 0 < port < 65536:
-        raise ValueError(f"port must be in 1..65535, got {port}")
-    return f"tcp://{host}:{port}"
+    """The TCP endpoint a server binds, e.g. ``tcp://127.0.0.1:5559`` (``0.0.0.0``: every interface)."""
+    return f"tcp://{host}:{_checked_port(port)}"
 
 
 def connect_endpoint(port: int, host: str = LOCALHOST) -> str:
-    """The TCP endpoint a client connects to, e.g. ``tcp://localhost:5559``.
+    """The TCP endpoint a client connects to, e.g. ``tcp://localhost:5559``."""
+    return f"tcp://{host}:{_checked_port(port)}"
 
-    Args:
-        port: TCP port, 1..65535.
-        host: host name or address of the server.
 
-    Returns:
-        The ZeroMQ endpoint string.
-    """
+def _checked_port(port: int) -> int:
     if not 0 < port < 65536:
         raise ValueError(f"port must be in 1..65535, got {port}")
-    return f"tcp://{host}:{port}"
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost``, ``127.x.x.x``, ``::1`` (bracketed or not) and the ``lo`` interface."""
-    host = host.strip("[]").lower()
-    if host in {"localhost", "lo"}:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def endpoint_host(endpoint: str) -> str | None:
-    """The host part of a ``tcp://host:port`` endpoint; None for ``ipc://``/``inproc://`` (never remote)."""
-    scheme, sep, address = endpoint.partition("://")
-    if not sep or scheme != "tcp":
-        return None
-    host = address.rsplit(":", 1)[0]
-    return host.split(";")[-1]  # "tcp://src;dst:port" connects from src to dst
-
-
-def is_local_endpoint(endpoint: str) -> bool:
-    """True when a socket bound to ``endpoint`` cannot be reached from another machine."""
-    host = endpoint_host(endpoint)
-    return host is None or is_loopback_host(host)
-
-
-def with_host(endpoint: str, host: str) -> str:
-    """``endpoint`` with its TCP host replaced, e.g. to listen on ``0.0.0.0`` (``--listen``).
-
-    Non-TCP endpoints are returned unchanged.
-    """
-    scheme, sep, address = endpoint.partition("://")
-    if not sep or scheme != "tcp" or ":" not in address:
-        return endpoint
-    return f"tcp://{host}:{address.rsplit(':', 1)[1]}"
+    return port
 
 
 ENV_PUB_BIND = bind_endpoint(ENV_PUB_PORT)
@@ -110,17 +56,11 @@ ACTOR_PUB_BIND = bind_endpoint(ACTOR_PUB_PORT)
 ACTOR_PUB_CONNECT = connect_endpoint(ACTOR_PUB_PORT)
 
 
-def _topic_models() -> dict[str, type[WireModel]]:
-    from navi_contracts.models import Action, DistanceMatrix, StepRequest, StepResult, TelemetryEvent
-
-    return {
-        DISTANCE_MATRIX: DistanceMatrix,
-        ACTION: Action,
-        STEP_REQUEST: StepRequest,
-        STEP_RESULT: StepResult,
-        TELEMETRY_EVENT: TelemetryEvent,
-    }
-
-
-TOPIC_MODELS: dict[str, type[WireModel]] = _topic_models()
+TOPIC_MODELS: dict[str, type[WireModel]] = {
+    DISTANCE_MATRIX: DistanceMatrix,
+    ACTION: Action,
+    STEP_REQUEST: StepRequest,
+    STEP_RESULT: StepResult,
+    TELEMETRY_EVENT: TelemetryEvent,
+}
 """Topic -> the one model published on it; publishers and subscribers enforce it."""

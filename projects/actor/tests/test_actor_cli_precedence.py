@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from navi_actor import cli
 from navi_actor.service import command as service_command
-from navi_contracts import settings as contract_settings
-from navi_contracts.curve import generate_keys
+from navi_common.transport.curve import generate_keys
+from navi_contracts import limits as contract_limits
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name)
     dotenv = tmp_path / ".env"
     dotenv.write_text("")
-    monkeypatch.setattr(contract_settings, "dotenv_path", lambda: dotenv)
+    monkeypatch.setattr(contract_limits, "dotenv_path", lambda: dotenv)
     real_build, real_brain = cli.build_settings, service_command.build_brain_settings
 
     def stop_with(builder: Any) -> Any:

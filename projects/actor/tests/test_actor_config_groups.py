@@ -8,13 +8,13 @@ import pytest
 
 from navi_actor.config import ActorSettings
 from navi_actor.service.brain_settings import BrainSettings
-from navi_contracts import settings as contract_settings
+from navi_contracts import limits as contract_limits
 
 
 @pytest.fixture
 def dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     env_file = tmp_path / ".env"
-    monkeypatch.setattr(contract_settings, "dotenv_path", lambda: env_file)
+    monkeypatch.setattr(contract_limits, "dotenv_path", lambda: env_file)
     return env_file
 
 

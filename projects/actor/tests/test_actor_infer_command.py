@@ -15,7 +15,8 @@ from navi_actor.inference import ActingTelemetry, PolicyStepper
 from navi_actor.inference.command import infer
 from navi_actor.inference.runner import run_inference
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_contracts import DistanceMatrix, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
+from navi_common import Publisher, Subscriber, free_tcp_endpoint
+from navi_contracts import DistanceMatrix, TelemetryEvent, topics
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +25,7 @@ def test_friendly_process_setup(monkeypatch: pytest.MonkeyPatch, one_torch_threa
 
     One torch thread: a tiny policy on a busy 2-core machine is fastest without a thread pool.
     """
-    from navi_contracts.logging import configure_logging
+    from navi_common.logging import configure_logging
 
     def start(settings: object, default_torch_threads: int | None = None) -> None:
         configure_logging("info", production=False)

@@ -119,7 +119,7 @@ def test_supervisor_needs_children() -> None:
 def test_secure_stack_passes_the_keys_to_every_process_and_listen_widens_only_when_asked(
     tmp_path: Path,
 ) -> None:
-    from navi_contracts.curve import generate_keys
+    from navi_common.transport.curve import generate_keys
 
     generate_keys(tmp_path / "keys")
     plain = BrainSettings(launcher={"with_dashboard": True})
@@ -151,5 +151,5 @@ def test_navi_stack_secure_without_keys_is_one_clear_error(tmp_path: Path) -> No
     from navi_actor.launcher.command import main
 
     result = CliRunner().invoke(main, ["--keys", str(tmp_path / "none")])
-    assert result.exit_code != 0 and "navi-contracts keys generate" in result.output
+    assert result.exit_code != 0 and "navi-keys generate" in result.output
     assert "Traceback" not in result.output

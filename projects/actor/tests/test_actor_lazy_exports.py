@@ -7,7 +7,7 @@ import pytest
 
 import navi_actor.memory
 from navi_actor.memory.episodic import EpisodicMemory
-from navi_contracts.lazy_exports import lazy_getattr
+from navi_common.lazy_exports import lazy_getattr
 
 
 def test_export_is_the_defining_modules_object() -> None:

@@ -17,7 +17,8 @@ from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import PolicyStepper
 from navi_actor.models import NaviPolicy
 from navi_actor.service import BrainSettings, run_brain
-from navi_contracts import Action, Publisher, Subscriber, free_tcp_endpoint, topics
+from navi_common import Publisher, Subscriber, free_tcp_endpoint
+from navi_contracts import Action, topics
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread", "uncached_loggers")
 

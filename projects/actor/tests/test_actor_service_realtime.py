@@ -29,7 +29,8 @@ from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.service import BrainSettings, run_brain
 from navi_actor.service.realtime_inference import InferenceLoop, InferencePlan
 from navi_actor.service.realtime_shared import SKIPPED_OBSERVATIONS, SharedLayout, SharedState
-from navi_contracts import Action, Publisher, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
+from navi_common import Publisher, Subscriber, free_tcp_endpoint
+from navi_contracts import Action, TelemetryEvent, topics
 
 SMALL = {
     "azimuth": 32,

@@ -19,9 +19,10 @@ from navi_actor.inference import ActingTelemetry, PolicyStepper, build_policy, r
 from navi_actor.inference.runner import run_inference
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.service import BrainSettings, run_brain
-from navi_contracts import ErrorReply, StepRequest, decode_frames, encode_frames, free_tcp_endpoint
+from navi_common import free_tcp_endpoint
+from navi_common.transport.sockets import new_socket
+from navi_contracts import ErrorReply, StepRequest, decode_frames, encode_frames
 from navi_contracts.samples import sample_action
-from navi_contracts.zmq_util import new_socket
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread", "uncached_loggers")
 

@@ -15,7 +15,7 @@ from navi_actor.cli import main
 from navi_actor.runners.console import TerminalSink
 from navi_actor.runners.progress import RunProgress, TrainingCounters, carry_forward, progress_line
 from navi_actor.runners.rollout_collector import RolloutStats
-from navi_contracts.logging import configure_logging, log_to_file
+from navi_common.logging import configure_logging, log_to_file
 
 TINY_ENV = {
     "NAVI_ACTOR_POLICY__EMBED_DIM": "32",

@@ -11,7 +11,8 @@ import torch
 
 from navi_actor.config import TelemetryConfig
 from navi_actor.telemetry import HEARTBEAT_EVENT, UPDATE_EVENT, TrainingTelemetry, observation_message
-from navi_contracts import DistanceMatrix, Subscriber, TelemetryEvent, free_tcp_endpoint, topics
+from navi_common import Subscriber, free_tcp_endpoint
+from navi_contracts import DistanceMatrix, TelemetryEvent, topics
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

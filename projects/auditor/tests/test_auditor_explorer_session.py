@@ -13,7 +13,8 @@ from navi_auditor.demos.replay import replay_demonstration
 from navi_auditor.explorer.autopilot import Autopilot
 from navi_auditor.explorer.session import ExplorerSession
 from navi_auditor.settings import AutopilotSettings
-from navi_contracts import DistanceMatrix, PeerTimeoutError, Publisher, Subscriber, free_tcp_endpoint, topics
+from navi_common import PeerTimeoutError, Publisher, Subscriber, free_tcp_endpoint
+from navi_contracts import DistanceMatrix, topics
 
 STEPS_PER_SCENE = 40
 

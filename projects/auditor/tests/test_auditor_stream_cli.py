@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from navi_auditor.cli import main
 from navi_auditor.streams import StreamReader, StreamWriter
-from navi_contracts import free_tcp_endpoint
+from navi_common import free_tcp_endpoint
 
 
 def test_record_with_a_duration_writes_a_closed_empty_recording(tmp_path) -> None:
@@ -54,7 +54,7 @@ def test_inspect_reports_a_torn_tail(tmp_path) -> None:
 
 
 def test_a_taken_port_is_explained(tmp_path) -> None:
-    from navi_contracts import Publisher
+    from navi_common import Publisher
 
     path = tmp_path / "s.navirec"
     StreamWriter(path, fsync=False).close()

@@ -19,7 +19,8 @@ import aiohttp
 import numpy as np
 import pytest
 
-from navi_contracts import Publisher, RepServer, StepRequest, StepResult, free_tcp_endpoint, topics
+from navi_common import Publisher, RepServer, free_tcp_endpoint
+from navi_contracts import StepRequest, StepResult, topics
 from navi_dashboard.ingest import build_feeds
 from navi_dashboard.server import create_app, serve
 from navi_dashboard.settings import DashboardSettings

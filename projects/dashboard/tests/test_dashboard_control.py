@@ -9,7 +9,7 @@ import aiohttp
 import numpy as np
 import pytest
 
-from navi_contracts import free_tcp_endpoint
+from navi_common import free_tcp_endpoint
 from navi_dashboard.control import KeyboardPilot, keys_to_command
 from navi_dashboard.server import control_url
 from navi_dashboard.settings import ControlSettings, HistorySettings, StreamSettings

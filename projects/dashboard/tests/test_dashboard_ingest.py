@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from navi_contracts import decode, encode, free_tcp_endpoint, topics
+from navi_common import free_tcp_endpoint
+from navi_contracts import decode, encode, topics
 from navi_contracts.models import DistanceMatrix
 from navi_dashboard.ingest import SubscriberFeed, frame_from_matrix, sample_from_event
 from navi_dashboard.synthetic import room_matrix, training_event

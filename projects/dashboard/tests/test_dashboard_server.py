@@ -10,7 +10,8 @@ import aiohttp
 import numpy as np
 import pytest
 
-from navi_contracts import Publisher, topics
+from navi_common import Publisher
+from navi_contracts import topics
 from navi_dashboard.protocol import unpack_frame
 from navi_dashboard.synthetic import INFERENCE_EVENT, room_matrix
 

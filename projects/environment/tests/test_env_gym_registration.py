@@ -13,8 +13,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from pydantic import ValidationError
 
+from navi_common.panorama import render_panorama
 from navi_contracts import paths
-from navi_contracts.panorama import render_panorama
 from navi_environment import gym_scenes
 from navi_environment.gym_adapter import NaviGymEnv, NaviVectorEnv
 from navi_environment.gym_registration import EXPLORE_ID, make_explore_env, register_when_gymnasium_loads

@@ -16,18 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from navi_contracts import (
-    Action,
-    DistanceMatrix,
-    Publisher,
-    RepServer,
-    ReqClient,
-    StepRequest,
-    StepResult,
-    Subscriber,
-    free_tcp_endpoint,
-    topics,
-)
+from navi_common import Publisher, RepServer, ReqClient, Subscriber, free_tcp_endpoint
+from navi_contracts import Action, DistanceMatrix, StepRequest, StepResult, topics
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.analytic import RoomSpec, room_scene

@@ -8,19 +8,8 @@ import numpy as np
 import pytest
 import zmq
 
-from navi_contracts import (
-    Action,
-    DistanceMatrix,
-    ErrorReply,
-    RemoteError,
-    ReqClient,
-    StepRequest,
-    StepResult,
-    Subscriber,
-    decode_frames,
-    free_tcp_endpoint,
-    topics,
-)
+from navi_common import RemoteError, ReqClient, Subscriber, free_tcp_endpoint
+from navi_contracts import Action, DistanceMatrix, ErrorReply, StepRequest, StepResult, decode_frames, topics
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.analytic import RoomSpec, room_scene

@@ -14,20 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from navi_contracts import (
-    Action,
-    DistanceMatrix,
-    Publisher,
-    RemoteError,
-    RepServer,
-    ReqClient,
-    StepRequest,
-    StepResult,
-    Subscriber,
-    TelemetryEvent,
-    free_tcp_endpoint,
-    topics,
-)
+from navi_common import Publisher, RemoteError, RepServer, ReqClient, Subscriber, free_tcp_endpoint
+from navi_contracts import Action, DistanceMatrix, StepRequest, StepResult, TelemetryEvent, topics
 from navi_contracts import telemetry_names as names
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings

@@ -14,13 +14,13 @@ from typing import Any
 import click
 
 from navi_actor.config import ActorSettings
-from navi_contracts import cli_options
-from navi_contracts.cli_options import field_option, settings_kwargs, settings_options
+from navi_common import cli_options
+from navi_common.cli_options import field_option, settings_kwargs, settings_options
 
 ENV_FIELDS = ("environment.gmdag_file", "environment.corpus", "rollout.num_actors", "train.device",
               "train.torch_threads")  # fmt: skip
 """Settings every command that builds an environment exposes, each as ``--<field>``
-(:mod:`navi_contracts.cli_options`); ``environment.backend`` is ``--environment-backend``
+(:mod:`navi_common.cli_options`); ``environment.backend`` is ``--environment-backend``
 (``--backend`` is ``train.backend``)."""
 _ENV_OPTIONS = [
     *(field_option(ActorSettings, path) for path in ENV_FIELDS),
@@ -47,7 +47,7 @@ def _start(settings: Any, console_level: str | None = None) -> None:
     import torch
 
     from navi_actor.devices import DeviceUnavailableError, check_device
-    from navi_contracts.logging import configure_logging
+    from navi_common.logging import configure_logging
 
     try:
         check_device(settings.train.device)
@@ -121,7 +121,7 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
     from navi_actor.runners.resume import describe_scenes
     from navi_actor.telemetry import TrainingTelemetry
-    from navi_contracts.logging import remembering_events
+    from navi_common.logging import remembering_events
 
     options["checkpoint__auto_resume"] = False if no_auto_resume else None
     options["telemetry__enabled"] = False if no_telemetry else None

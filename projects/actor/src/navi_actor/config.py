@@ -20,8 +20,8 @@ from navi_actor.launcher.config import LauncherConfig
 from navi_actor.models.config import PolicyConfig
 from navi_actor.service.config import ServiceConfig
 from navi_actor.shaping.config import ShapingConfig
+from navi_common.settings import NaviSettings, SettingsGroup
 from navi_contracts import topics
-from navi_contracts.settings import NaviSettings, SettingsGroup
 
 
 class RolloutConfig(SettingsGroup):
@@ -125,7 +125,7 @@ class TelemetryConfig(SettingsGroup):
     def _check_keys(self) -> TelemetryConfig:
         """An unusable keys folder is a settings error at start-up, not a silent plain socket."""
         if self.enabled and self.keys is not None:
-            from navi_contracts.curve import load_keys
+            from navi_common.transport.curve import load_keys
 
             load_keys(self.keys, server=True)
         return self

@@ -18,8 +18,9 @@ import structlog
 import torch
 
 from navi_actor.config import TelemetryConfig
-from navi_contracts import DistanceMatrix, Publisher, TelemetryEvent, telemetry_names, topics
-from navi_contracts.curve import load_keys
+from navi_common import Publisher
+from navi_common.transport.curve import load_keys
+from navi_contracts import DistanceMatrix, TelemetryEvent, telemetry_names, topics
 
 log = structlog.get_logger()
 

@@ -23,15 +23,8 @@ import numpy as np
 import torch
 
 from navi_actor.envs.protocol import VectorEnv
-from navi_contracts import (
-    DistanceMatrix,
-    Publisher,
-    RepServer,
-    StepRequest,
-    StepResult,
-    WireModel,
-    topics,
-)
+from navi_common import Publisher, RepServer
+from navi_contracts import DistanceMatrix, StepRequest, StepResult, WireModel, topics
 
 
 def observation_message(

@@ -10,8 +10,8 @@ from navi_auditor.demos.commands import demo_info, demo_merge, demo_verify
 from navi_auditor.explorer.command import explore_main
 from navi_auditor.settings import AuditorSettings
 from navi_auditor.streams.commands import inspect, record, replay
-from navi_contracts import configure_logging
-from navi_contracts.cli_options import build_settings, settings_kwargs, settings_options
+from navi_common import configure_logging
+from navi_common.cli_options import build_settings, settings_kwargs, settings_options
 
 __all__ = ["explore_main", "main"]
 

@@ -1,6 +1,6 @@
 """What produced an artifact: package versions, git revision, time (stored in every file we write).
 
-The revision and versions come from :mod:`navi_contracts.provenance`, shared by every package.
+The revision and versions come from :mod:`navi_common.provenance`, shared by every package.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from navi_contracts.provenance import git_revision, package_versions
+from navi_common.provenance import git_revision, package_versions
 
-_PACKAGES = ("navi-auditor", "navi-contracts", "navi-environment", "numpy", "torch")
+_PACKAGES = ("navi-auditor", "navi-contracts", "navi-common", "navi-environment", "numpy", "torch")
 
 
 def provenance() -> dict[str, Any]:

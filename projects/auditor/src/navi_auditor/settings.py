@@ -14,8 +14,8 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from navi_common.settings import NaviSettings, SettingsGroup
 from navi_contracts import topics
-from navi_contracts.settings import NaviSettings, SettingsGroup
 
 
 class RecordingSettings(SettingsGroup):

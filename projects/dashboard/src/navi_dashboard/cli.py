@@ -1,7 +1,7 @@
 """``navi-dashboard``: serve the live dashboard page against running Navi sockets.
 
 Every option is made from a :class:`~navi_dashboard.settings.DashboardSettings` field
-(:mod:`navi_contracts.cli_options`: nested groups joined with ``-``, e.g. ``--stream-max-frame-hz``
+(:mod:`navi_common.cli_options`: nested groups joined with ``-``, e.g. ``--stream-max-frame-hz``
 is ``stream.max_frame_hz``) and may also be set as ``NAVI_DASHBOARD_<NAME>`` (nested:
 ``NAVI_DASHBOARD_STREAM__MAX_FRAME_HZ``) or in ``.env``. A command-line value wins.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from navi_contracts.cli_options import build_settings, settings_kwargs, settings_options
-from navi_contracts.logging import configure_logging
+from navi_common.cli_options import build_settings, settings_kwargs, settings_options
+from navi_common.logging import configure_logging
 from navi_dashboard.settings import DashboardSettings
 
 OPTIONS = ("matrix_sub", "actor_sub", "step_endpoint", "host", "port", "keys", "log_level")

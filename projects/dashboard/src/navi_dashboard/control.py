@@ -21,8 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import structlog
 
-from navi_contracts import Action, NaviTransportError, ReqClient, StepRequest, StepResult
-from navi_contracts.curve import CurveKeys
+from navi_common import NaviTransportError, ReqClient
+from navi_common.transport.curve import CurveKeys
+from navi_contracts import Action, StepRequest, StepResult
 from navi_dashboard.ingest import frame_from_matrix
 from navi_dashboard.settings import ControlSettings
 from navi_dashboard.state import (

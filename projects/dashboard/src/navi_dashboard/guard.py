@@ -21,7 +21,7 @@ import secrets
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from navi_contracts.topics import is_loopback_host
+from navi_common.transport.endpoints import is_loopback_host
 
 TOKEN_QUERY = "token"
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import structlog
 
-from navi_contracts import ContractError, DistanceMatrix, Subscriber, TelemetryEvent, decode, topics
-from navi_contracts.curve import CurveKeys, load_keys
+from navi_common import Subscriber
+from navi_common.transport.curve import CurveKeys, load_keys
+from navi_contracts import ContractError, DistanceMatrix, TelemetryEvent, decode, topics
 from navi_dashboard.metric_names import canonical_payload
 from navi_dashboard.settings import DashboardSettings
 from navi_dashboard.state import (

@@ -1,7 +1,7 @@
 """Panorama colouring for the page, and the colour-bar legend.
 
 The colouring itself (:func:`render_panorama`, the turbo table, the logarithmic depth scale) lives in
-:mod:`navi_contracts.panorama`, because the environment's Gymnasium ``render()`` draws the same image;
+:mod:`navi_common.panorama`, because the environment's Gymnasium ``render()`` draws the same image;
 it is re-exported here for the dashboard's modules.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from navi_contracts.panorama import (
+from navi_common.panorama import (
     DEPTH_LOG_GAIN,
     DEPTH_LUT,
     INVALID_DARK,

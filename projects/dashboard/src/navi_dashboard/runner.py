@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import structlog
 
-from navi_contracts.curve import load_keys
+from navi_common.transport.curve import load_keys
 from navi_dashboard.control import KeyboardPilot
 from navi_dashboard.guard import is_wide
 from navi_dashboard.ingest import build_feeds

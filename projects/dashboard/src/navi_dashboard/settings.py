@@ -12,8 +12,8 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from navi_common.settings import NaviSettings
 from navi_contracts import topics
-from navi_contracts.settings import NaviSettings
 
 
 class StreamSettings(BaseModel):
@@ -111,7 +111,7 @@ class DashboardSettings(NaviSettings):
                     f"{name}={endpoint!r} is not a ZeroMQ endpoint; expected e.g. tcp://localhost:5559"
                 )
         if self.keys is not None:  # the dashboard only connects: it needs the client half
-            from navi_contracts.curve import load_keys
+            from navi_common.transport.curve import load_keys
 
             load_keys(self.keys, client=True)
         return self

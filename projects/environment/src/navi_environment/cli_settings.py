@@ -14,8 +14,8 @@ def environment_settings(horizon: float | None) -> Any:
     Returns:
         The resolved :class:`~navi_environment.config.EnvironmentSettings`.
     """
-    from navi_contracts.cli_options import build_settings
-    from navi_contracts.logging import configure_logging
+    from navi_common.cli_options import build_settings
+    from navi_common.logging import configure_logging
     from navi_environment.config import EnvironmentSettings
 
     # a dict for a nested group is deep-merged with env/.env values by pydantic-settings

@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from navi_contracts.settings import NaviSettings
+from navi_common.settings import NaviSettings
 from navi_environment.corpus.settings import CompileSettings
 from navi_environment.server.config import ServerConfig
 

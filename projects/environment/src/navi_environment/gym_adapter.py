@@ -7,7 +7,7 @@
   which is what ``gymnasium.utils.env_checker.check_env`` validates.
 
 Both take ``render_mode="rgb_array"``: ``render()`` returns the heading-centred depth panorama the
-dashboard draws (:func:`navi_contracts.panorama.render_panorama`, uint8 ``(El, Az, 3)``), so
+dashboard draws (:func:`navi_common.panorama.render_panorama`, uint8 ``(El, Az, 3)``), so
 ``gymnasium.wrappers.RecordVideo`` records what the drone sees. The registered ids (``Navi/Explore-v0``)
 build these classes from ``scene=`` / ``corpus=`` keywords: :mod:`navi_environment.gym_registration`.
 
@@ -27,7 +27,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from navi_contracts.panorama import render_panorama
+from navi_common.panorama import render_panorama
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.scene import RuntimeScene

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from navi_actor.config import ActorSettings
-from navi_contracts.cli_options import settings_kwargs, settings_options
+from navi_common.cli_options import settings_kwargs, settings_options
 
 if TYPE_CHECKING:
     from navi_actor.bc.trainer import BCHistory
@@ -41,7 +41,7 @@ def imitation_report(history: BCHistory) -> tuple[str, str | None]:
 BC_FIELDS = ("bc.demonstrations", "bc.epochs", "bc.sequence_length", "bc.streams", "bc.learning_rate",
              "bc.holdout_fraction", "bc.log_std", "encoder_backend", "temporal_core", "train.device",
              "train.seed", "train.torch_threads", "train.artifacts_dir")  # fmt: skip
-"""Settings ``bc-pretrain`` exposes as ``--<field>`` (:mod:`navi_contracts.cli_options`)."""
+"""Settings ``bc-pretrain`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
 
 
 @click.command("bc-pretrain", context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +64,8 @@ def bc_pretrain(*, checkpoint: Path | None, out: Path | None, promote: bool, **o
     from navi_actor.cli import build_settings
     from navi_actor.devices import DeviceUnavailableError, check_device
     from navi_actor.registry import ModelRegistry
-    from navi_contracts import artifacts_root, configure_logging
+    from navi_common import configure_logging
+    from navi_contracts import artifacts_root
 
     settings = build_settings(**settings_kwargs(options))  # CLI values beat NAVI_ACTOR_BC__* / .env
     config = settings.bc

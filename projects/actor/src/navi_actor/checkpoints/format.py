@@ -17,7 +17,7 @@ from typing import Any, Literal
 import torch
 
 from navi_actor.models import PolicyConfig
-from navi_contracts.atomic import atomic_write
+from navi_common.atomic import atomic_write
 
 FORMAT_NAME = "navi-actor-checkpoint"
 FORMAT_VERSION = 3

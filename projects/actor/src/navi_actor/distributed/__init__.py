@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from navi_actor.distributed.config import DistributedConfig
-from navi_contracts.lazy_exports import lazy_getattr
+from navi_common.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_actor.distributed.entry import train_distributed

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from navi_contracts.settings import SettingsGroup
+from navi_common.settings import SettingsGroup
 
 
 class DistributedConfig(SettingsGroup):

@@ -9,12 +9,12 @@ from typing import Any
 import click
 
 from navi_actor.service.brain_settings import BrainSettings
-from navi_contracts.cli_options import settings_kwargs, settings_options
+from navi_common.cli_options import settings_kwargs, settings_options
 
 INFER_FIELDS = ("inference.total_steps", "inference.episodes", "inference.seed", "telemetry.keys",
                 "environment.gmdag_file", "environment.corpus", "rollout.num_actors", "train.device",
                 "train.torch_threads")  # fmt: skip
-"""Settings ``infer`` exposes as ``--<field>`` (:mod:`navi_contracts.cli_options`)."""
+"""Settings ``infer`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
 INFER_GROUPED = ("telemetry.endpoint", "environment.backend")
 """Settings ``infer`` exposes as ``--<group>-<field>``."""
 
@@ -41,8 +41,8 @@ def infer(*, checkpoint: Path | None, deterministic: bool | None, no_telemetry: 
     from navi_actor.inference.telemetry import ActingTelemetry
     from navi_actor.runners.env_factory import build_environment
     from navi_actor.service.command import artifacts_dir, build_brain_settings, exit_now, start_process
-    from navi_contracts import Publisher
-    from navi_contracts.curve import load_keys
+    from navi_common import Publisher
+    from navi_common.transport.curve import load_keys
     from navi_contracts.telemetry_names import INFERENCE_SOURCE
 
     options["inference__deterministic"] = deterministic

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from navi_contracts.settings import SettingsGroup
+from navi_common.settings import SettingsGroup
 
 
 class InferenceConfig(SettingsGroup):

@@ -16,7 +16,8 @@ import structlog
 import torch
 
 from navi_actor.telemetry import observation_message
-from navi_contracts import Publisher, TelemetryEvent, topics
+from navi_common import Publisher
+from navi_contracts import TelemetryEvent, topics
 from navi_contracts import telemetry_names as names
 
 log = structlog.get_logger()

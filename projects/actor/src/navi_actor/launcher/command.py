@@ -12,8 +12,9 @@ from typing import Any
 import click
 
 from navi_actor.launcher.child import ChildSpec
-from navi_contracts.signals import on_termination, raise_interrupt
-from navi_contracts.topics import LOCALHOST, LOOPBACK, with_host
+from navi_common.signals import on_termination, raise_interrupt
+from navi_common.transport.endpoints import with_host
+from navi_contracts.topics import LOCALHOST, LOOPBACK
 
 _ENV_ENTRY = "import sys; from navi_environment.cli import main; sys.exit(main())"
 
@@ -76,7 +77,7 @@ def stack_keys(settings: Any) -> Path | None:
     if settings.service.keys is not None:
         return Path(settings.service.keys)
     if settings.launcher.secure:
-        from navi_contracts.curve import default_keys_dir
+        from navi_common.transport.curve import default_keys_dir
 
         return default_keys_dir()
     return None
@@ -111,7 +112,7 @@ def _bind_of(connect_endpoint: str, listen: str | None) -> str:
     "--secure",
     is_flag=True,
     default=None,
-    help="CURVE keys on every socket (--keys, default artifacts/keys from `navi-contracts keys generate`).",
+    help="CURVE keys on every socket (--keys, default artifacts/keys from `navi-keys generate`).",
 )
 @click.option(
     "--keys",
@@ -166,8 +167,8 @@ def _build_supervisor(
 ) -> Any:
     from navi_actor.launcher.supervisor import Supervisor
     from navi_actor.service.command import build_brain_settings
-    from navi_contracts.logging import configure_logging
-    from navi_contracts.topics import is_loopback_host
+    from navi_common.logging import configure_logging
+    from navi_common.transport.endpoints import is_loopback_host
 
     if gmdag_file is not None and corpus is not None:
         raise click.UsageError("give at most one of --gmdag-file and --corpus")
@@ -200,10 +201,10 @@ def _check_stack_keys(keys: Path | None) -> None:
     """Secure mode needs both key halves on this machine (every process of the stack runs here)."""
     if keys is None:
         return
-    from navi_contracts.curve import KeysError, load_keys
+    from navi_common.transport.curve import KeysError, load_keys
 
     try:
         load_keys(keys, server=True, client=True)
     except KeysError as error:
-        hint = "generate keys with: uv run navi-contracts keys generate"
+        hint = "generate keys with: uv run navi-keys generate"
         raise click.ClickException(f"{error} ({hint})") from error

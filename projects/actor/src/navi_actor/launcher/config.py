@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from navi_contracts.settings import SettingsGroup
+from navi_common.settings import SettingsGroup
 
 
 class LauncherConfig(SettingsGroup):

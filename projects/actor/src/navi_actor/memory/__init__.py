@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from navi_contracts.lazy_exports import lazy_getattr
+from navi_common.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_actor.memory.config import EpisodicMemoryConfig

@@ -23,7 +23,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from navi_actor.checkpoints.format import Checkpoint, load_checkpoint
-from navi_contracts.atomic import atomic_write
+from navi_common.atomic import atomic_write
 
 log = structlog.get_logger()
 

@@ -17,15 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from navi_contracts.atomic import atomic_write_json
-from navi_contracts.logging import log_to_file
-from navi_contracts.provenance import git_revision, package_versions
+from navi_common.atomic import atomic_write_json
+from navi_common.logging import log_to_file
+from navi_common.provenance import git_revision, package_versions
 
 if TYPE_CHECKING:
     from navi_actor.metrics_loggers import LoggerKind, MetricsLogger
 
 FINISHED_MARKER = "finished.json"
-_PACKAGES = ("navi-actor", "navi-contracts", "navi-environment", "torch", "numpy", "pydantic")
+_PACKAGES = ("navi-actor", "navi-contracts", "navi-common", "navi-environment", "torch", "numpy", "pydantic")
 
 
 def new_run_id(label: str) -> str:

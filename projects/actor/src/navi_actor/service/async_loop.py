@@ -24,7 +24,8 @@ import torch
 from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.service.brain_core import BrainCore
 from navi_actor.service.config import ServiceConfig
-from navi_contracts import Action, DistanceMatrix, Publisher, Subscriber, topics
+from navi_common import Publisher, Subscriber
+from navi_contracts import Action, DistanceMatrix, topics
 
 log = structlog.get_logger()
 

@@ -23,9 +23,10 @@ from navi_actor.service.command import SERVICE_TORCH_THREADS
 from navi_actor.service.realtime_inference import InferencePlan
 from navi_actor.service.realtime_loop import RealtimeLoop
 from navi_actor.service.step_loop import StepModeLoop
-from navi_contracts import Publisher, ReqClient, Subscriber, topics
+from navi_common import Publisher, ReqClient, Subscriber
+from navi_common.transport.curve import load_keys
 from navi_contracts import telemetry_names as names
-from navi_contracts.curve import load_keys
+from navi_contracts import topics
 
 log = structlog.get_logger()
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from navi_contracts.cli_options import build_settings, settings_kwargs
+from navi_common.cli_options import build_settings, settings_kwargs
 
 
 def build_brain_settings(**groups: dict[str, Any]) -> Any:
@@ -42,7 +42,7 @@ def start_process(settings: Any, default_torch_threads: int | None = None) -> No
     import torch
 
     from navi_actor.devices import DeviceUnavailableError, check_device
-    from navi_contracts.logging import configure_logging
+    from navi_common.logging import configure_logging
 
     try:
         check_device(settings.train.device)
@@ -57,7 +57,7 @@ def start_process(settings: Any, default_torch_threads: int | None = None) -> No
 def interrupt_on_termination() -> None:
     """SIGTERM, SIGHUP (and CTRL_BREAK_EVENT, how the launcher stops a Windows child) raise
     ``KeyboardInterrupt`` like Ctrl+C, from here on: one shutdown path for every way to stop."""
-    from navi_contracts.signals import raise_interrupt, termination_signals
+    from navi_common.signals import raise_interrupt, termination_signals
 
     for signum in termination_signals():
         signal.signal(signum, raise_interrupt)
@@ -157,7 +157,7 @@ def _serve_until_stopped(
 ) -> None:
     from navi_actor.checkpoints import CheckpointError
     from navi_actor.service.brain import run_brain
-    from navi_contracts import PeerTimeoutError
+    from navi_common import PeerTimeoutError
 
     settings = build_brain_settings(
         service={

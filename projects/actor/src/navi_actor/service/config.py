@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from navi_common.settings import SettingsGroup
 from navi_contracts import topics
-from navi_contracts.settings import SettingsGroup
 
 
 class ServiceConfig(SettingsGroup):
@@ -92,7 +92,7 @@ class ServiceConfig(SettingsGroup):
     def _check_keys(self) -> ServiceConfig:
         """The brain binds its PUB and connects to the environment: it needs both key halves."""
         if self.keys is not None:
-            from navi_contracts.curve import load_keys
+            from navi_common.transport.curve import load_keys
 
             load_keys(self.keys, server=True, client=True)
         return self

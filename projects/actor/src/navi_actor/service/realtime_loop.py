@@ -43,7 +43,8 @@ from navi_actor.service.realtime_shared import (
     SharedLayout,
     SharedState,
 )
-from navi_contracts import Action, DistanceMatrix, Publisher, Subscriber, topics
+from navi_common import Publisher, Subscriber
+from navi_contracts import Action, DistanceMatrix, topics
 
 log = structlog.get_logger()
 

@@ -25,16 +25,8 @@ from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.service.brain_core import BrainCore
 from navi_actor.service.config import ServiceConfig
 from navi_actor.service.readiness import wait_until_reachable
-from navi_contracts import (
-    ContractError,
-    PeerTimeoutError,
-    Publisher,
-    RemoteError,
-    ReqClient,
-    StepRequest,
-    StepResult,
-    topics,
-)
+from navi_common import PeerTimeoutError, Publisher, RemoteError, ReqClient
+from navi_contracts import ContractError, StepRequest, StepResult, topics
 from navi_contracts import telemetry_names as names
 
 log = structlog.get_logger()

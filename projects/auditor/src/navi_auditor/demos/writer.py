@@ -28,7 +28,7 @@ import numpy as np
 import structlog
 
 from navi_auditor.demos.schema import DEMO_SCHEMA_VERSION, FRAME_FIELDS, frame_shape
-from navi_contracts.atomic import atomic_write
+from navi_common.atomic import atomic_write
 
 log = structlog.get_logger()
 

@@ -19,10 +19,11 @@ from navi_auditor.demos import DemoWriter
 from navi_auditor.explorer.terminal import Terminal
 from navi_auditor.provenance import provenance
 from navi_auditor.settings import AuditorSettings
-from navi_contracts import Publisher, artifacts_root, configure_logging
-from navi_contracts.cli_options import build_settings, settings_kwargs, settings_options
-from navi_contracts.curve import KeysError, load_keys
-from navi_contracts.signals import on_termination, set_event
+from navi_common import Publisher, configure_logging
+from navi_common.cli_options import build_settings, settings_kwargs, settings_options
+from navi_common.signals import on_termination, set_event
+from navi_common.transport.curve import KeysError, load_keys
+from navi_contracts import artifacts_root
 
 if TYPE_CHECKING:
     import torch
@@ -94,7 +95,7 @@ def make_autopilot(
 EXPLORE_FIELDS = ("explore.gmdag_file", "explore.corpus", "explore.max_steps", "explore.max_scenes",
                   "explore.seed", "explore.step_hz", "explore.autopilot_hz", "explore.color",
                   "explore.device")  # fmt: skip
-"""Settings ``explore`` exposes as ``--<field>`` (:mod:`navi_contracts.cli_options`)."""
+"""Settings ``explore`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
 
 
 def _open_session(

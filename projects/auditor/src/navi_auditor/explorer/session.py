@@ -19,7 +19,8 @@ import structlog
 import torch
 
 from navi_auditor.demos import DemoWriter
-from navi_contracts import DistanceMatrix, Publisher, RobotPose, topics
+from navi_common import Publisher
+from navi_contracts import DistanceMatrix, RobotPose, topics
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.scene import RuntimeScene

@@ -12,8 +12,9 @@ from navi_auditor.settings import AuditorSettings
 from navi_auditor.streams.format import RecordingFormatError, StreamReader
 from navi_auditor.streams.recorder import record_stream
 from navi_auditor.streams.replayer import replay_stream
-from navi_contracts import PeerTimeoutError, Publisher, artifacts_root, topics
-from navi_contracts.curve import CurveKeys, KeysError, load_keys
+from navi_common import PeerTimeoutError, Publisher
+from navi_common.transport.curve import CurveKeys, KeysError, load_keys
+from navi_contracts import artifacts_root, topics
 
 _KEYS = click.Path(path_type=Path, file_okay=False)
 

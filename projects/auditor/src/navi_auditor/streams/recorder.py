@@ -13,8 +13,8 @@ import structlog
 from navi_auditor.provenance import provenance
 from navi_auditor.settings import RecordingSettings
 from navi_auditor.streams.format import StreamWriter
-from navi_contracts import Subscriber
-from navi_contracts.curve import CurveKeys
+from navi_common import Subscriber
+from navi_common.transport.curve import CurveKeys
 
 log = structlog.get_logger()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import structlog
 
 from navi_auditor.streams.format import StreamReader
-from navi_contracts import Publisher
+from navi_common import Publisher
 
 log = structlog.get_logger()
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from navi_contracts.cli_options import settings_kwargs, settings_options
+from navi_common.cli_options import settings_kwargs, settings_options
 from navi_environment.corpus.settings import CompileSettings
 
 COMPILE_FIELDS = ("resolution", "far_tolerance_voxels", "exact_clearance_m")
@@ -26,8 +26,8 @@ _SOURCE_HELP = (
 
 def _settings(**compile_overrides: Any) -> EnvironmentSettings:
     """Environment settings with the CLI's compile options as init kwargs (they outrank env/.env)."""
-    from navi_contracts.cli_options import build_settings
-    from navi_contracts.logging import configure_logging
+    from navi_common.cli_options import build_settings
+    from navi_common.logging import configure_logging
     from navi_environment.config import EnvironmentSettings
 
     # A dict for a nested group is deep-merged with env/.env values by pydantic-settings.

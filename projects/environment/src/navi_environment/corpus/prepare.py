@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from tqdm import tqdm
 
-from navi_contracts.provenance import git_revision
+from navi_common.provenance import git_revision
 from navi_environment.corpus.manifest import (
     MANIFEST_NAME,
     CorpusManifest,

@@ -1,7 +1,7 @@
 """What produced an artifact: package versions and time, recorded in every manifest and beside
 every single compiled scene (``<file>.provenance.json``).
 
-The git revision and the version lookup are :mod:`navi_contracts.provenance`, shared by every package.
+The git revision and the version lookup are :mod:`navi_common.provenance`, shared by every package.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from navi_contracts.provenance import git_revision
-from navi_contracts.provenance import package_versions as installed_versions
+from navi_common.provenance import git_revision
+from navi_common.provenance import package_versions as installed_versions
 
 if TYPE_CHECKING:
     from navi_environment.corpus.sources import CompiledScene
@@ -40,7 +40,7 @@ def write_provenance(gmdag_path: str | Path, compiled: CompiledScene, *, repair:
 
     The GMDAG header has no room for it; corpus scenes carry the same record in the manifest.
     """
-    from navi_contracts.atomic import atomic_write_json
+    from navi_common.atomic import atomic_write_json
 
     record: dict[str, Any] = {
         "file": Path(gmdag_path).name,

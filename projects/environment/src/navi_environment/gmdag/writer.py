@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import structlog
 
-from navi_contracts.atomic import atomic_write_bytes
+from navi_common.atomic import atomic_write_bytes
 from navi_environment.corpus.settings import DEFAULT_EXACT_CLEARANCE_M
 from navi_environment.gmdag import _build
 from navi_environment.gmdag.format import HEADER, MAGIC, VERSION, GmdagAsset
@@ -182,7 +182,7 @@ def encode_gmdag(asset: GmdagAsset) -> bytes:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (shared helper: :func:`navi_contracts.atomic.atomic_write`)."""
+    """Write ``data`` to ``path`` atomically (shared helper: :func:`navi_common.atomic.atomic_write`)."""
     atomic_write_bytes(path, data)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from navi_contracts.atomic import atomic_write_bytes
+from navi_common.atomic import atomic_write_bytes
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

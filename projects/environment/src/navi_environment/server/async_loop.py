@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Literal
 
 import structlog
 
-from navi_contracts import Action, RepServer, Subscriber
+from navi_common import RepServer, Subscriber
+from navi_contracts import Action
 from navi_contracts.model_base import WireModel
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ def build_server_config(base: Any = None, **options: Any) -> Any:
 
     Invalid values are usage errors.
     """
-    from navi_contracts.cli_options import build_settings
+    from navi_common.cli_options import build_settings
     from navi_environment.server.config import ServerConfig
 
     values = base.model_dump() if base is not None else {}
@@ -103,7 +103,7 @@ def serve_command(
     Without --gmdag-file/--corpus the configured corpus folder (compile.corpus_dir under artifacts/)
     is used.
     """
-    from navi_contracts.signals import on_termination, raise_interrupt, set_event
+    from navi_common.signals import on_termination, raise_interrupt, set_event
 
     # Ctrl+C, SIGTERM and SIGHUP alike: while loading they interrupt at once; once serving they set
     # ``stop``, and the loop closes its sockets at the next poll. Either way the exit status is 0.

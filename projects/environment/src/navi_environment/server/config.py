@@ -11,8 +11,8 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
+from navi_common.settings import SettingsGroup
 from navi_contracts import topics
-from navi_contracts.settings import SettingsGroup
 
 
 class ServerConfig(SettingsGroup):
@@ -83,7 +83,7 @@ class ServerConfig(SettingsGroup):
                 f"{self.mode} mode needs action_sub: the brain PUB whose actions drive the steps"
             )
         if self.keys is not None:  # an unusable keys folder fails at start-up, before scenes load
-            from navi_contracts.curve import load_keys
+            from navi_common.transport.curve import load_keys
 
             load_keys(self.keys, server=True, client=brain_driven)
         return self

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from navi_contracts import Action, RepServer, Subscriber, TelemetryEvent, telemetry_names, topics
+from navi_common import RepServer, Subscriber
+from navi_contracts import Action, TelemetryEvent, telemetry_names, topics
 from navi_contracts.model_base import WireModel
 from navi_environment.server.realtime_schedule import ActionScheduler, RealtimeStats
 

@@ -20,20 +20,18 @@ import numpy as np
 import structlog
 import torch
 
+from navi_common import Publisher, RepServer, Subscriber
+from navi_common.transport.curve import load_keys
 from navi_contracts import (
     Action,
     DistanceMatrix,
-    Publisher,
-    RepServer,
     RobotPose,
     StepRequest,
     StepResult,
-    Subscriber,
     TelemetryEvent,
     telemetry_names,
     topics,
 )
-from navi_contracts.curve import load_keys
 from navi_contracts.model_base import WireModel
 from navi_environment.backend import SdfDagBackend
 from navi_environment.server.async_loop import AsyncActionLoop

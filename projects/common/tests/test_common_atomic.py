@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 import pytest
 
-from navi_contracts.atomic import atomic_write, atomic_write_bytes, atomic_write_json
+from navi_common.atomic import atomic_write, atomic_write_bytes, atomic_write_json
 
 
 def test_writes_creates_parents_and_uses_normal_modes(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from navi_common.provenance import git_revision, package_versions
 from navi_contracts import paths
-from navi_contracts.provenance import git_revision, package_versions
 
 
 def test_revision_of_this_checkout_is_head() -> None:

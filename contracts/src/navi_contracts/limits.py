@@ -1,33 +1,24 @@
-"""Shared settings base for every Navi package.
+"""The wire layer's one setting: size limits for decoding untrusted bytes (``NAVI_CONTRACTS_*``).
 
-Each package declares exactly one subclass with its own ``NAVI_<PACKAGE>_`` prefix. All of them read
-the same repository-root ``.env`` (found by walking up from the source tree, see
-:mod:`navi_contracts.paths`). CLI options are passed as init kwargs, which outrank environment
-variables and ``.env``. Unknown keys under the package's prefix fail loudly (``extra="forbid"``).
+:class:`RootEnvSettings` is how every Navi settings class is read: environment variables and the
+repository-root ``.env`` (:func:`~navi_contracts.paths.dotenv_path`), init kwargs first, unknown keys
+under the class's prefix refused, frozen after validation. It lives here, not with the services'
+settings base (``navi_common.settings.NaviSettings``, which extends it), because these limits are read
+that way and navi-contracts imports nothing from navi-common.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from navi_contracts.paths import dotenv_path
 
 
-class SettingsGroup(BaseModel):
-    """Base for nested settings groups (``NAVI_<PKG>_<GROUP>__<FIELD>``).
-
-    Forbids unknown keys so a typo inside a group fails as loudly as one at the top level, and is
-    frozen like the settings object that holds it.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NaviSettings(BaseSettings):
-    """Base class: shared ``.env``, nested groups with ``__``, frozen after validation."""
+class RootEnvSettings(BaseSettings):
+    """Base class: shared root ``.env``, nested groups with ``__``, frozen after validation."""
 
     model_config: ClassVar[SettingsConfigDict] = SettingsConfigDict(
         env_prefix="NAVI_",
@@ -35,16 +26,11 @@ class NaviSettings(BaseSettings):
         env_file_encoding="utf-8",
         env_nested_delimiter="__",
         extra="forbid",
-        # One .env serves five packages: read only the keys under this class's prefix, so another
+        # One .env serves every package: read only the keys under this class's prefix, so another
         # package's keys are not "extra" here, while a typo under our own prefix still fails.
         dotenv_filtering="match_prefix",
         frozen=True,
         validate_default=True,
-    )
-
-    log_level: str = Field(default="info", description="structlog level: debug, info, warning, error.")
-    log_json: bool | None = Field(
-        default=None, description="Force JSON (true) or console (false) logs; default: JSON unless a TTY."
     )
 
     def __init__(self, **values: Any) -> None:
@@ -53,7 +39,7 @@ class NaviSettings(BaseSettings):
         super().__init__(**values)
 
 
-class ContractLimits(NaviSettings):
+class ContractLimits(RootEnvSettings):
     """Size limits applied when decoding untrusted wire bytes (``NAVI_CONTRACTS_``)."""
 
     model_config: ClassVar[SettingsConfigDict] = SettingsConfigDict(env_prefix="NAVI_CONTRACTS_")

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from navi_contracts.signals import on_termination, raise_interrupt, set_event, termination_signals
+from navi_common.signals import on_termination, raise_interrupt, set_event, termination_signals
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

@@ -11,8 +11,7 @@ from click.testing import CliRunner
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from navi_contracts import settings as contract_settings
-from navi_contracts.cli_options import (
+from navi_common.cli_options import (
     build_settings,
     click_type,
     field_info,
@@ -20,7 +19,8 @@ from navi_contracts.cli_options import (
     settings_kwargs,
     settings_options,
 )
-from navi_contracts.settings import NaviSettings, SettingsGroup
+from navi_common.settings import NaviSettings, SettingsGroup
+from navi_contracts import limits as contract_limits
 
 
 class _Rollout(SettingsGroup):
@@ -44,7 +44,7 @@ class _Settings(NaviSettings):
 
 @pytest.fixture(autouse=True)
 def _no_dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(contract_settings, "dotenv_path", lambda: tmp_path / "absent.env")
+    monkeypatch.setattr(contract_limits, "dotenv_path", lambda: tmp_path / "absent.env")
 
 
 @click.command()

@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 import zmq
 
+from navi_common import PeerTimeoutError, RemoteError, ReqClient
+from navi_common.transport.sockets import new_socket
 from navi_contracts import (
     ContractError,
     ErrorReply,
-    PeerTimeoutError,
-    RemoteError,
-    ReqClient,
     StepRequest,
     StepResult,
     TelemetryEvent,
@@ -24,7 +23,6 @@ from navi_contracts import (
     encode_frames,
 )
 from navi_contracts.samples import sample_action, sample_step_result, sample_telemetry
-from navi_contracts.zmq_util import new_socket
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -127,7 +125,7 @@ def test_wrong_reply_kind_and_request_id_are_contract_errors(
 
 
 def test_serve_once_returns_false_without_requests(endpoint: str) -> None:
-    from navi_contracts import RepServer
+    from navi_common import RepServer
 
     with RepServer(endpoint, _step_handler) as server:
         started = time.monotonic()

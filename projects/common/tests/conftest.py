@@ -1,4 +1,4 @@
-"""Shared fixtures for navi-contracts tests: free endpoints and a REP server running in a thread."""
+"""Shared fixtures for navi-common tests: free endpoints and a REP server running in a thread."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from navi_contracts import RepServer, free_tcp_endpoint
-from navi_contracts.zmq_reqrep import Handler
+from navi_common import RepServer, free_tcp_endpoint
+from navi_common.transport.reqrep import Handler
 
 
 @pytest.fixture

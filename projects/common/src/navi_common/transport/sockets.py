@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Self
 import structlog
 import zmq
 
-from navi_contracts.topics import is_local_endpoint
+from navi_common.transport.endpoints import is_local_endpoint
 
 if TYPE_CHECKING:
-    from navi_contracts.curve import CurveKeys
+    from navi_common.transport.curve import CurveKeys
 
 log = structlog.get_logger()
 
@@ -93,14 +93,14 @@ def attach(
         curve: keys for secure mode; None leaves the connection unauthenticated and unencrypted.
 
     Raises:
-        navi_contracts.curve.KeysError: the keys lack the half this role needs.
+        navi_common.transport.curve.KeysError: the keys lack the half this role needs.
         zmq.ZMQError: a bind or connect failed.
     """
     if curve is not None:
         curve.secure(sock, server=bind)
     listed = [endpoints] if isinstance(endpoints, str) else list(endpoints)
     if curve is not None and bind:
-        from navi_contracts.curve import watch_handshakes
+        from navi_common.transport.curve import watch_handshakes
 
         watch_handshakes(sock, ",".join(listed))
     for endpoint in listed:

@@ -10,20 +10,10 @@ import pytest
 import zmq
 from structlog.testing import capture_logs
 
-from navi_contracts import (
-    ContractError,
-    DistanceMatrix,
-    PeerTimeoutError,
-    Publisher,
-    Subscriber,
-    TelemetryEvent,
-    encode,
-    encode_frames,
-    free_tcp_endpoint,
-    topics,
-)
+from navi_common import PeerTimeoutError, Publisher, Subscriber, free_tcp_endpoint
+from navi_common.transport.sockets import new_socket
+from navi_contracts import ContractError, DistanceMatrix, TelemetryEvent, encode, encode_frames, topics
 from navi_contracts.samples import sample_action, sample_distance_matrix, sample_telemetry
-from navi_contracts.zmq_util import new_socket
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from navi_contracts import configure_logging
-from navi_contracts.logging import log_to_file
+from navi_common import configure_logging
+from navi_common.logging import log_to_file
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""``navi-contracts``: small wire-layer utilities; today ``keys generate`` for CURVE secure mode."""
+"""``navi-keys``: CURVE keys for the secure mode (``navi-keys generate``)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ import click
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
-    """Navi wire-layer utilities."""
+    """CURVE keys for the secure mode (--keys DIR on every service and client).
+
+    See docs/security.md for which files each machine needs.
+    """
 
 
-@main.group()
-def keys() -> None:
-    """CURVE keys for the secure mode (--keys DIR on every service and client)."""
-
-
-@keys.command("generate")
+@main.command("generate")
 @click.option(
     "--dir",
     "folder",
@@ -34,7 +32,7 @@ def generate(folder: Path | None, overwrite: bool) -> None:
     Secret keys are written with 0600 permissions. Pass the folder to every service and client with
     --keys DIR (or run `navi-stack --secure`); docs/security.md says which files each machine needs.
     """
-    from navi_contracts.curve import KeysError, default_keys_dir, generate_keys
+    from navi_common.transport.curve import KeysError, default_keys_dir, generate_keys
 
     target = folder if folder is not None else default_keys_dir()
     try:

@@ -1,6 +1,6 @@
 """Opt-in ZeroMQ CURVE security: key files, the ZAP allowlist, and socket setup by role.
 
-One folder (default ``artifacts/keys/``, written by ``navi-contracts keys generate``) holds::
+One folder (default ``artifacts/keys/``, written by ``navi-keys generate``) holds::
 
     server.key            server public key   (every client needs it)
     server.key_secret     server secret key   (0600; only the machine that binds)
@@ -56,7 +56,7 @@ def default_keys_dir() -> Path:
 def _certificate_text(public: bytes, secret: bytes | None) -> str:
     kind = "Secret" if secret is not None else "Public"
     lines = [
-        f"#   ZeroMQ CURVE **{kind}** Certificate (written by navi-contracts keys generate)",
+        f"#   ZeroMQ CURVE **{kind}** Certificate (written by navi-keys generate)",
         "#   A secret certificate must stay private: do not share it or loosen its permissions."
         if secret is not None
         else "#   Public: safe to copy to every peer.",
@@ -173,7 +173,7 @@ class CurveKeys:
         folder = Path(folder)
         if not folder.is_dir():
             raise KeysError(
-                f"keys folder {folder} does not exist; create it with: navi-contracts keys generate"
+                f"keys folder {folder} does not exist; create it with: navi-keys generate"
             )
         server = _secret_of(folder, SERVER_NAME) or _load(folder / f"{SERVER_NAME}{PUBLIC_SUFFIX}")
         if server is None:

@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import structlog
 import zmq
 
+from navi_common.transport.errors import PeerTimeoutError, RemoteError
+from navi_common.transport.sockets import ClosableSocket, attach, new_socket
 from navi_contracts.codec import decode_frames, default_limits, encode_frames
-from navi_contracts.errors import ContractError, PeerTimeoutError, RemoteError
+from navi_contracts.errors import ContractError
+from navi_contracts.limits import ContractLimits
 from navi_contracts.model_base import WireModel
 from navi_contracts.models import ErrorReply
-from navi_contracts.settings import ContractLimits
-from navi_contracts.zmq_util import ClosableSocket, attach, new_socket
 
 if TYPE_CHECKING:
-    from navi_contracts.curve import CurveKeys
+    from navi_common.transport.curve import CurveKeys
 
 log = structlog.get_logger()
 

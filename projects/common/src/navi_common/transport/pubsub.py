@@ -21,15 +21,16 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import zmq
 
+from navi_common.transport.errors import PeerTimeoutError
+from navi_common.transport.sockets import ClosableSocket, attach, new_socket, remaining_ms
 from navi_contracts.codec import decode_frames, default_limits, encode_frames, join_frames, split_frames
-from navi_contracts.errors import ContractError, PeerTimeoutError
+from navi_contracts.errors import ContractError
+from navi_contracts.limits import ContractLimits
 from navi_contracts.model_base import WireModel
-from navi_contracts.settings import ContractLimits
 from navi_contracts.topics import TOPIC_MODELS
-from navi_contracts.zmq_util import ClosableSocket, attach, new_socket, remaining_ms
 
 if TYPE_CHECKING:
-    from navi_contracts.curve import CurveKeys
+    from navi_common.transport.curve import CurveKeys
 
 log = structlog.get_logger()
 

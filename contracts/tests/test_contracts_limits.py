@@ -1,4 +1,4 @@
-"""Shared settings base: root .env discovery, forbidden unknown keys, init kwargs beat env."""
+"""The wire limits' settings: root .env discovery, forbidden unknown keys, init kwargs beat env."""
 
 from __future__ import annotations
 
@@ -7,28 +7,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from navi_contracts import ContractLimits, NaviSettings, paths, settings
-from navi_contracts.settings import SettingsGroup
-
-
-class _Compile(SettingsGroup):
-    resolution: int = 64
-
-
-class _DemoSettings(NaviSettings):
-    """A package-style settings class with a nested group."""
-
-    model_config = settings.SettingsConfigDict(env_prefix="NAVI_DEMO_")
-
-    compile: _Compile = _Compile()
+from navi_contracts import ContractLimits, limits, paths
 
 
 @pytest.fixture
 def dotenv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temporary repository-root .env used by every settings class in this test."""
     env_file = tmp_path / ".env"
-    monkeypatch.setattr(settings, "dotenv_path", lambda: env_file)
-    for name in ("MAX_BATCH", "MAX_MESSAGE_BYTES", "LOG_LEVEL"):
+    monkeypatch.setattr(limits, "dotenv_path", lambda: env_file)
+    for name in ("MAX_BATCH", "MAX_MESSAGE_BYTES"):
         monkeypatch.delenv(f"NAVI_CONTRACTS_{name}", raising=False)
     return env_file
 
@@ -63,9 +50,9 @@ def test_invalid_values_fail_loudly(dotenv: Path) -> None:
 
 
 def test_settings_are_frozen(dotenv: Path) -> None:
-    limits = ContractLimits()
+    loaded = ContractLimits()
     with pytest.raises(ValidationError, match="frozen"):
-        limits.max_batch = 5  # type: ignore[misc]
+        loaded.max_batch = 5  # type: ignore[misc]
 
 
 def test_repo_root_override_and_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,12 +67,3 @@ def test_repo_root_override_and_discovery(tmp_path: Path, monkeypatch: pytest.Mo
         assert paths.dotenv_path() == tmp_path.resolve() / ".env"
     finally:
         paths.repo_root.cache_clear()
-
-
-def test_nested_groups_from_dotenv_and_typos_inside_groups(dotenv: Path) -> None:
-    dotenv.write_text("NAVI_DEMO_COMPILE__RESOLUTION=128\nNAVI_CONTRACTS_MAX_BATCH=2\n")
-    assert _DemoSettings().compile.resolution == 128
-    assert _DemoSettings(compile={"resolution": 32}).compile.resolution == 32
-    dotenv.write_text("NAVI_DEMO_COMPILE__RESOLUTON=128\n")
-    with pytest.raises(ValidationError, match="resoluton"):
-        _DemoSettings()
