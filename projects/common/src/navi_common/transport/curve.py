@@ -172,9 +172,7 @@ class CurveKeys:
         """
         folder = Path(folder)
         if not folder.is_dir():
-            raise KeysError(
-                f"keys folder {folder} does not exist; create it with: navi-keys generate"
-            )
+            raise KeysError(f"keys folder {folder} does not exist; create it with: navi-keys generate")
         server = _secret_of(folder, SERVER_NAME) or _load(folder / f"{SERVER_NAME}{PUBLIC_SUFFIX}")
         if server is None:
             raise KeysError(
