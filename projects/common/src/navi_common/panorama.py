@@ -9,7 +9,7 @@ Depth arrives normalised by the horizon to [0, 1]. Indoor scenes live in the fir
 colours on near range. Near is hot (red), far is cold (blue). Cells without a hit inside the horizon
 (valid mask 0, or a non-finite depth) are drawn as a grey checkerboard no colour map entry uses.
 
-Why here, in contracts: the dashboard draws it, and ``navi_environment``'s Gymnasium adapter returns the
+Why here, in navi-common: the dashboard draws it, and ``navi_environment``'s Gymnasium adapter returns the
 same image from ``render()`` (``render_mode="rgb_array"``); the environment must not import the
 dashboard. numpy only.
 """

@@ -8,7 +8,7 @@ The contract with ``navi-actor serve --mode async`` (docs/service.md, "Async mod
   by a REQ step or reset) is ignored, which makes re-sent actions idempotent; a newer one (a brain
   still answering a previous server instance) is ignored with a warning;
 - an action whose env ids are not 0..B-1 exactly once is logged and skipped; undecodable bytes are
-  dropped (and logged) by the contracts' ``Subscriber``;
+  dropped (and logged) by navi-common's ``Subscriber``;
 - while no usable action arrives, the current observation is re-published every ``republish_ms``
   so a brain that joined late (PUB/SUB drops everything sent before a subscription arrives) can
   start; nothing here ever blocks longer than ``poll_ms``;

@@ -2,7 +2,7 @@
 
 REP answers ``StepRequest`` (step with actions, or reset) with ``StepResult``; every observation
 is also published as a ``DistanceMatrix`` on the PUB socket, next to one ``environment.step``
-telemetry event per step. Bad requests never stop the loop: the contracts' ``RepServer`` turns
+telemetry event per step. Bad requests never stop the loop: navi-common's ``RepServer`` turns
 undecodable bytes and handler errors into ``ErrorReply`` and keeps serving. In async mode the
 server also steps on the brain's published actions (:mod:`navi_environment.server.async_loop`); in
 realtime mode it steps at a fixed rate on the actions the brain scheduled
