@@ -62,3 +62,24 @@ def test_a_taken_port_is_explained(tmp_path) -> None:
     with Publisher(endpoint):
         result = CliRunner().invoke(main, ["replay", "--input", str(path), "--pub-endpoint", endpoint])
     assert result.exit_code != 0 and f"cannot bind {endpoint}" in result.output
+
+
+def test_record_and_replay_endpoints_come_from_the_settings(tmp_path, monkeypatch) -> None:
+    """Without the options, record subscribes to ``recording.sub_endpoints`` and replay binds
+    ``recording.pub_endpoint`` (here from the environment); a given option wins."""
+    from navi_auditor.settings import AuditorSettings, ExploreSettings
+    from navi_contracts import settings as contract_settings
+
+    monkeypatch.setattr(contract_settings, "dotenv_path", lambda: tmp_path / "absent.env")
+    defaults = AuditorSettings().recording
+    assert defaults.sub_endpoints == ["tcp://localhost:5559", "tcp://localhost:5557"]
+    assert defaults.pub_endpoint == "tcp://127.0.0.1:5559"
+    path = tmp_path / "s.navirec"
+    StreamWriter(path, fsync=False).close()
+    monkeypatch.setenv("NAVI_AUDITOR_RECORDING__PUB_ENDPOINT", "tcp://no-such-host-xyz:1")
+    args = ["replay", "--input", str(path), "--speed", "0", "--subscriber-wait-ms", "0"]
+    from_env = CliRunner().invoke(main, args)
+    assert from_env.exit_code != 0 and "cannot bind tcp://no-such-host-xyz:1" in from_env.output
+    given = CliRunner().invoke(main, [*args, "--pub-endpoint", free_tcp_endpoint()])
+    assert given.exit_code == 0, given.output
+    assert [ExploreSettings(publish=off).publish for off in ("none", "None", "", "null")] == [None] * 4
