@@ -138,8 +138,9 @@ def _brain_argv(
     variant: str, files: dict[str, Path], endpoints: dict[str, str], latency_ms: float, hz: float
 ) -> list[str]:
     checkpoint = files["h1"] if variant in ("sequential", "realtime_h1") else files["chunked"]
-    argv = [sys.executable, "-m", "navi_actor.service", "--mode", "async", "--sub", endpoints["env_pub"]]
-    argv += ["--pub", endpoints["brain_pub"], "--checkpoint", str(checkpoint), "--deterministic"]
+    argv = [sys.executable, "-m", "navi_actor.service", "--mode", "async"]
+    argv += ["--sub-endpoint", endpoints["env_pub"]]
+    argv += ["--pub-endpoint", endpoints["brain_pub"], "--checkpoint", str(checkpoint), "--deterministic"]
     argv += ["--torch-threads", "1", "--latency-ms", str(latency_ms)]
     if variant != "sequential":
         argv += ["--inference", "realtime", "--control-hz", str(hz)]

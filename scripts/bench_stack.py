@@ -87,8 +87,9 @@ def _stack(
         "NAVI_ENV_LOG_LEVEL": "warning",
     }
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env_vars}
-    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--rep", rep, "--pub", env_pub]
-    brain_argv = [sys.executable, "-m", "navi_actor.service", "--step-endpoint", rep, "--pub", brain_pub]
+    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--rep-endpoint", rep, "--pub-endpoint", env_pub]
+    brain_argv = [sys.executable, "-m", "navi_actor.service", "--step-endpoint", rep]
+    brain_argv += ["--pub-endpoint", brain_pub]
     brain_argv += [
         "--checkpoint",
         str(files["checkpoint"]),

@@ -100,7 +100,7 @@ def test_keyboard_flight_in_tmux_records_a_demonstration(tmp_path: Path) -> None
     command = " ".join([
         "env", "NAVI_ENV_SENSOR__AZIMUTH_BINS=32", "NAVI_ENV_SENSOR__ELEVATION_BINS=8",
         f"{Path(sys.executable).parent / 'explore'}", "--record", f"--out {out}", f"--gmdag-file {scene}",
-        "--max-steps 5000", "--pub none", "--step-hz 20", "--no-color",
+        "--max-steps 5000", "--publish none", "--step-hz 20", "--no-color",
         f"2> {tmp_path / 'stderr.log'}",
     ])  # fmt: skip
     tmux = Tmux("flight", tmp_path / "stderr.log")
@@ -141,7 +141,7 @@ def test_sigterm_finishes_the_demonstration(tmp_path: Path) -> None:
     env = {**os.environ, "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32", "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
            "NAVI_AUDITOR_DEMOS__PART_FRAMES": "8"}  # fmt: skip
     command = [str(Path(sys.executable).parent / "explore"), "--autopilot", "--record", "--out", str(out),
-               "--gmdag-file", str(scene), "--max-steps", "100000", "--pub", "none",
+               "--gmdag-file", str(scene), "--max-steps", "100000", "--publish", "none",
                "--autopilot-hz", "50"]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, cwd=REPO)  # fmt: skip
@@ -168,7 +168,7 @@ def test_repeated_sigterm_while_finishing_loses_nothing(tmp_path: Path) -> None:
     env = {**os.environ, "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32", "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
            "NAVI_AUDITOR_DEMOS__PART_FRAMES": "8"}  # fmt: skip
     command = [str(Path(sys.executable).parent / "explore"), "--autopilot", "--record", "--out", str(out),
-               "--gmdag-file", str(scene), "--max-steps", "100000", "--pub", "none"]  # fmt: skip
+               "--gmdag-file", str(scene), "--max-steps", "100000", "--publish", "none"]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=REPO)  # fmt: skip
     try:

@@ -98,8 +98,8 @@ def test_realtime_server_keeps_its_rate_while_a_slow_brain_answers(
     ):
         server = subprocess.Popen(
             [*ENV_SERVE, "--mode", "realtime", "--control-hz", str(HZ), "--fallback", "slow",
-             "--pub", env_pub, "--rep", rep, "--action-sub", brain_pub, "--gmdag-file", str(scene),
-             "--actors", str(DRONES)],
+             "--pub-endpoint", env_pub, "--rep-endpoint", rep, "--action-sub", brain_pub,
+             "--gmdag-file", str(scene), "--actors", str(DRONES)],
             env=environment, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         processes.append(server)

@@ -55,8 +55,8 @@ def test_the_default_is_500_and_the_actor_has_no_override_of_its_own() -> None:
 
 def test_training_serve_and_explore_truncate_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _in_process_max_steps(tmp_path, monkeypatch) == 500
-    assert environment_settings(None).episode.max_steps == 500  # navi-environment serve / step
+    assert environment_settings().episode.max_steps == 500  # navi-environment serve / step
     monkeypatch.setenv("NAVI_ENV_EPISODE__MAX_STEPS", "40")
     assert _in_process_max_steps(tmp_path, monkeypatch) == 40
-    assert environment_settings(None).episode.max_steps == 40
+    assert environment_settings().episode.max_steps == 40
     assert EnvironmentSettings().episode.max_steps == 40  # what explore builds its backend from

@@ -57,7 +57,7 @@ def test_explore_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_
     from navi_auditor.cli import main
 
     arguments = ["explore", "--gmdag-file", str(solid_scene), "--autopilot", "--max-steps", "2"]
-    result = CliRunner().invoke(main, [*arguments, "--pub", "none"], env=SMALL)
+    result = CliRunner().invoke(main, [*arguments, "--publish", "none"], env=SMALL)
     _refused(result, solid_scene)
 
 
@@ -132,7 +132,7 @@ def test_train_on_a_y_up_mesh_then_evaluate_refuses_a_solid_scene(solid_scene: P
 
     flown = runner.invoke(
         auditor,
-        ["explore", "--gmdag-file", str(scene), "--autopilot", "--max-steps", "20", "--pub", "none"],
+        ["explore", "--gmdag-file", str(scene), "--autopilot", "--max-steps", "20", "--publish", "none"],
         env=SMALL,
     )
     assert flown.exit_code == 0 and "flew 20 steps" in flown.output, flown.output

@@ -60,7 +60,7 @@ def _first_line_with(process: subprocess.Popen[str], text: str, timeout_s: float
 def test_environment_server_stopped_while_loading_exits_cleanly(tmp_path: Path, signum: int) -> None:
     scene = tmp_path / "scene.gmdag"
     os.mkfifo(scene)
-    endpoints = ["--pub", free_tcp_endpoint(), "--rep", free_tcp_endpoint()]
+    endpoints = ["--pub-endpoint", free_tcp_endpoint(), "--rep-endpoint", free_tcp_endpoint()]
     process = subprocess.Popen(
         [*ENV_SERVE, "serve", "--gmdag-file", str(scene), "--actors", "1", *endpoints],
         env=_environ(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -79,9 +79,9 @@ def test_environment_server_stopped_while_loading_exits_cleanly(tmp_path: Path, 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_brain_stops_on_sigterm_like_on_ctrl_c(tmp_path: Path, signum: int) -> None:
     """No environment is running: the brain is waiting for it when it is told to stop."""
-    endpoints = ["--sub", free_tcp_endpoint(), "--step-endpoint", free_tcp_endpoint()]
+    endpoints = ["--sub-endpoint", free_tcp_endpoint(), "--step-endpoint", free_tcp_endpoint()]
     process = subprocess.Popen(
-        [*BRAIN, *endpoints, "--pub", free_tcp_endpoint(), "--torch-threads", "1"],
+        [*BRAIN, *endpoints, "--pub-endpoint", free_tcp_endpoint(), "--torch-threads", "1"],
         env=_environ(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:

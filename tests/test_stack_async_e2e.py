@@ -122,14 +122,15 @@ def test_async_environment_steps_on_the_brains_published_actions(
         Subscriber(brain_pub, [topics.ACTION]) as actions,
     ):
         env = spawn(
-            [*ENV_SERVE, "--mode", "async", "--pub", env_pub, "--rep", rep, "--action-sub", brain_pub,
-             "--gmdag-file", str(async_files["scene"]), "--actors", str(DRONES), "--republish-ms", "100"],
+            [*ENV_SERVE, "--mode", "async", "--pub-endpoint", env_pub, "--rep-endpoint", rep,
+             "--action-sub", brain_pub, "--gmdag-file", str(async_files["scene"]), "--actors", str(DRONES),
+             "--republish-ms", "100"],
             async_files,
         )  # fmt: skip
         processes.append(env)
         brain = spawn(
-            [sys.executable, "-m", "navi_actor.service", "--mode", "async", "--sub", env_pub,
-             "--pub", brain_pub, "--checkpoint", str(async_files["checkpoint"]), "--stochastic",
+            [sys.executable, "-m", "navi_actor.service", "--mode", "async", "--sub-endpoint", env_pub,
+             "--pub-endpoint", brain_pub, "--checkpoint", str(async_files["checkpoint"]), "--stochastic",
              "--torch-threads", "1", "--wait-for-subscribers", "2"],  # the environment and us
             async_files,
         )  # fmt: skip

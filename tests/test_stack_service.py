@@ -83,13 +83,15 @@ class Stack:
 
     def start_env(self) -> subprocess.Popen[bytes]:
         """The real ``navi-environment serve`` (REP + PUB) on this stack's ports."""
-        argv = [sys.executable, "-c", ENV_ENTRY, "serve", "--rep", self.rep, "--pub", self.env_pub]
+        argv = [sys.executable, "-c", ENV_ENTRY, "serve"]
+        argv += ["--rep-endpoint", self.rep, "--pub-endpoint", self.env_pub]
         argv += ["--gmdag-file", str(self.files["scene"]), "--actors", str(DRONES)]
         return self._spawn(argv)
 
     def start_brain(self, *extra: str) -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "navi_actor.service", "--step-endpoint", self.rep]
-        argv += ["--pub", self.brain_pub, "--checkpoint", str(self.files["checkpoint"]), "--deterministic"]
+        argv += ["--pub-endpoint", self.brain_pub, "--deterministic"]
+        argv += ["--checkpoint", str(self.files["checkpoint"])]
         argv += ["--torch-threads", "1", *extra]
         return self._spawn(argv)
 

@@ -40,7 +40,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def explore(scene: Path, out: Path, *autopilot: str, steps: int) -> list[str]:
     args = ["explore", "--gmdag-file", str(scene), *autopilot, "--record", "--out", str(out),
-            "--max-steps", str(steps), "--max-scenes", "1", "--pub", "none", "--seed", "4"]  # fmt: skip
+            "--max-steps", str(steps), "--max-scenes", "1", "--publish", "none", "--seed", "4"]  # fmt: skip
     result = CliRunner().invoke(main, args, env=SMALL_SENSOR)
     assert result.exit_code == 0, result.output
     return result.output.splitlines()
@@ -66,5 +66,6 @@ def test_plain_autopilot_is_still_the_scripted_pilot_and_a_bad_choice_is_one_lin
     out = tmp_path / "scripted.npz"
     explore(scene, out, "--autopilot", steps=5)
     assert load_demonstration(out).metadata["pilot"] == "autopilot"
-    result = CliRunner().invoke(main, ["explore", "--autopilot", "astar", "--pub", "none"], env=SMALL_SENSOR)
+    arguments = ["explore", "--autopilot", "astar", "--publish", "none"]
+    result = CliRunner().invoke(main, arguments, env=SMALL_SENSOR)
     assert result.exit_code == 2 and "'astar' is not one of 'scripted', 'frontier'" in result.output

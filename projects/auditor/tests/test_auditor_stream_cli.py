@@ -14,14 +14,14 @@ from navi_common import free_tcp_endpoint
 def test_record_with_a_duration_writes_a_closed_empty_recording(tmp_path) -> None:
     out = tmp_path / "quiet.navirec"
     result = CliRunner().invoke(
-        main, ["record", "--sub", free_tcp_endpoint(), "--out", str(out), "--duration", "0.3"]
+        main, ["record", "--sub-endpoints", free_tcp_endpoint(), "--out", str(out), "--duration", "0.3"]
     )
     assert result.exit_code == 0, result.output
     assert "recorded 0 messages" in result.output
     report = StreamReader(out).scan()
     assert report.messages == 0 and report.has_index
     again = CliRunner().invoke(
-        main, ["record", "--sub", free_tcp_endpoint(), "--out", str(out), "--duration", "0.1"]
+        main, ["record", "--sub-endpoints", free_tcp_endpoint(), "--out", str(out), "--duration", "0.1"]
     )
     assert again.exit_code != 0 and "exists" in again.output
 
@@ -31,13 +31,13 @@ def test_replay_flat_out_without_waiting(tmp_path) -> None:
     with StreamWriter(path, fsync=False) as writer:
         for i in range(3):
             writer.append("telemetry_event_v2", b"payload", 100.0 + 10 * i)
-    args = ["replay", "--input", str(path), "--pub", free_tcp_endpoint(), "--speed", "0"]
-    result = CliRunner().invoke(main, [*args, "--wait-subscribers-ms", "0"])
+    args = ["replay", "--input", str(path), "--pub-endpoint", free_tcp_endpoint(), "--speed", "0"]
+    result = CliRunner().invoke(main, [*args, "--subscriber-wait-ms", "0"])
     assert result.exit_code == 0, result.output
     assert "replayed 3 messages" in result.output  # 20 s of recorded time sent at once
     negative = CliRunner().invoke(main, ["replay", "--input", str(path), "--speed", "-1"])
     assert negative.exit_code != 0 and "--speed" in negative.output
-    waiting = CliRunner().invoke(main, [*args[:-2], "--speed", "1", "--wait-subscribers-ms", "50"])
+    waiting = CliRunner().invoke(main, [*args[:-2], "--speed", "1", "--subscriber-wait-ms", "50"])
     assert waiting.exit_code != 0 and "subscribers" in waiting.output  # a REQ never waits forever
 
 
@@ -60,5 +60,26 @@ def test_a_taken_port_is_explained(tmp_path) -> None:
     StreamWriter(path, fsync=False).close()
     endpoint = free_tcp_endpoint()
     with Publisher(endpoint):
-        result = CliRunner().invoke(main, ["replay", "--input", str(path), "--pub", endpoint])
+        result = CliRunner().invoke(main, ["replay", "--input", str(path), "--pub-endpoint", endpoint])
     assert result.exit_code != 0 and f"cannot bind {endpoint}" in result.output
+
+
+def test_record_and_replay_endpoints_come_from_the_settings(tmp_path, monkeypatch) -> None:
+    """Without the options, record subscribes to ``recording.sub_endpoints`` and replay binds
+    ``recording.pub_endpoint`` (here from the environment); a given option wins."""
+    from navi_auditor.settings import AuditorSettings, ExploreSettings
+    from navi_contracts import limits as contract_limits
+
+    monkeypatch.setattr(contract_limits, "dotenv_path", lambda: tmp_path / "absent.env")
+    defaults = AuditorSettings().recording
+    assert defaults.sub_endpoints == ["tcp://localhost:5559", "tcp://localhost:5557"]
+    assert defaults.pub_endpoint == "tcp://127.0.0.1:5559"
+    path = tmp_path / "s.navirec"
+    StreamWriter(path, fsync=False).close()
+    monkeypatch.setenv("NAVI_AUDITOR_RECORDING__PUB_ENDPOINT", "tcp://no-such-host-xyz:1")
+    args = ["replay", "--input", str(path), "--speed", "0", "--subscriber-wait-ms", "0"]
+    from_env = CliRunner().invoke(main, args)
+    assert from_env.exit_code != 0 and "cannot bind tcp://no-such-host-xyz:1" in from_env.output
+    given = CliRunner().invoke(main, [*args, "--pub-endpoint", free_tcp_endpoint()])
+    assert given.exit_code == 0, given.output
+    assert [ExploreSettings(publish=off).publish for off in ("none", "None", "", "null")] == [None] * 4

@@ -124,3 +124,30 @@ def test_invalid_settings_are_one_usage_error_line_naming_the_field() -> None:
 def test_an_unknown_field_path_is_refused_when_the_command_is_built() -> None:
     with pytest.raises(KeyError, match=r"_Settings has no field 'rollout\.actors'"):
         field_info(_Settings, "rollout.actors")
+
+
+class _Hosts(NaviSettings):
+    model_config: ClassVar[SettingsConfigDict] = SettingsConfigDict(env_prefix="NAVI_TESTHOSTS_")
+
+    hosts: tuple[str, ...] = Field(default=(), description="Extra names.")
+    peers: list[str] = Field(default_factory=lambda: ["tcp://a:1", "tcp://b:2"], description="Peers.")
+
+
+@click.command()
+@settings_options(_Hosts, ["hosts", "peers"])
+def _hosts_command(**options: Any) -> None:
+    click.echo(build_settings(_Hosts, **settings_kwargs(options)).model_dump_json())
+
+
+def test_a_list_field_is_a_repeatable_option_and_unset_leaves_the_environment_in_charge() -> None:
+    runner = CliRunner()
+    given = runner.invoke(_hosts_command, ["--hosts", "x", "--hosts", "y", "--peers", "tcp://c:3"])
+    assert given.exit_code == 0, given.output
+    settings = _Hosts.model_validate_json(given.output)
+    assert settings.hosts == ("x", "y") and settings.peers == ["tcp://c:3"]
+    from_env = runner.invoke(_hosts_command, [], env={"NAVI_TESTHOSTS_HOSTS": '["z"]'})
+    assert _Hosts.model_validate_json(from_env.output).hosts == ("z",)
+    assert _Hosts.model_validate_json(from_env.output).peers == ["tcp://a:1", "tcp://b:2"]
+    text = runner.invoke(_hosts_command, ["--help"], terminal_width=200).output
+    assert "Peers.  [default: tcp://a:1, tcp://b:2]" in text
+    assert "Extra names." in text and "[default: ()]" not in text

@@ -166,7 +166,7 @@ def test_serve_command_explains_async_mode_and_refuses_it_without_a_pub() -> Non
     runner = CliRunner()
     shown = runner.invoke(serve_command, ["--help"])
     assert shown.exit_code == 0 and "--action-sub" in shown.output and "step_id" in shown.output
-    refused = runner.invoke(serve_command, ["--mode", "async", "--pub", ""])
+    refused = runner.invoke(serve_command, ["--mode", "async", "--pub-endpoint", ""])
     assert refused.exit_code == 2 and "async mode needs a PUB endpoint" in refused.output
     bad = runner.invoke(serve_command, ["--republish-ms", "0"])
     assert bad.exit_code == 2 and "republish_ms" in bad.output

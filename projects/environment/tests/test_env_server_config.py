@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from navi_common.cli_options import settings_kwargs
 from navi_contracts import limits as contract_limits
+from navi_environment.cli_settings import environment_settings
 from navi_environment.config import EnvironmentSettings
-from navi_environment.server.command import build_server_config
 
 
 def test_dotenv_server_group_is_read_and_cli_values_win(
@@ -19,7 +20,9 @@ def test_dotenv_server_group_is_read_and_cli_values_win(
     monkeypatch.setattr(contract_limits, "dotenv_path", lambda: env_file)
     settings = EnvironmentSettings()
     assert settings.server.mode == "async" and settings.server.republish_ms == 40
-    from_settings = build_server_config(settings.server, mode=None, republish_ms=None)
+    unset = {"server__mode": None, "server__republish_ms": None}  # options not given on the command line
+    from_settings = environment_settings(**settings_kwargs(unset)).server
     assert from_settings.mode == "async" and from_settings.republish_ms == 40
-    overridden = build_server_config(settings.server, mode="step", republish_ms=None)
+    given = {"server__mode": "step", "server__republish_ms": None}
+    overridden = environment_settings(**settings_kwargs(given)).server
     assert overridden.mode == "step" and overridden.republish_ms == 40

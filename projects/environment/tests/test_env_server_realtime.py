@@ -233,10 +233,12 @@ def test_realtime_settings_and_refusals() -> None:
         ServerConfig(fallback="brake")  # type: ignore[arg-type]
 
 
-def test_serve_command_offers_realtime_options_and_refuses_bad_ones() -> None:
+def test_serve_command_offers_realtime_options_and_refuses_bad_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    from navi_environment.server.command import build_server_config, serve_command
+    from navi_common.cli_options import settings_kwargs
+    from navi_environment.cli_settings import environment_settings
+    from navi_environment.server.command import serve_command
 
     runner = CliRunner()
     shown = runner.invoke(serve_command, ["--help"])
@@ -246,7 +248,7 @@ def test_serve_command_offers_realtime_options_and_refuses_bad_ones() -> None:
     assert bad.exit_code == 2 and "control_hz" in bad.output
     wrong = runner.invoke(serve_command, ["--fallback", "brake"])
     assert wrong.exit_code == 2 and "brake" in wrong.output
-    built = build_server_config(
-        ServerConfig(fallback="slow"), mode="realtime", control_hz=None, fallback=None
-    )
+    monkeypatch.setenv("NAVI_ENV_SERVER__FALLBACK", "slow")
+    options = {"server__mode": "realtime", "server__control_hz": None, "server__fallback": None}
+    built = environment_settings(**settings_kwargs(options)).server
     assert (built.mode, built.control_hz, built.fallback) == ("realtime", 20.0, "slow")  # unset = settings

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from navi_common.settings import NaviSettings, SettingsGroup
@@ -32,6 +32,12 @@ class RecordingSettings(SettingsGroup):
     subscriber_wait_ms: int = Field(
         default=5000, ge=0, description="Replay: wait this long for subscribers before sending (0 = none)."
     )
+    sub_endpoints: list[str] = Field(
+        default_factory=lambda: [topics.ENV_PUB_CONNECT, topics.ACTOR_PUB_CONNECT],
+        min_length=1,
+        description="Record: the publishers to subscribe to (repeat the option for several).",
+    )
+    pub_endpoint: str = Field(default=topics.ENV_PUB_BIND, description="Replay: the PUB endpoint to bind.")
 
 
 class ExploreSettings(SettingsGroup):
@@ -52,10 +58,17 @@ class ExploreSettings(SettingsGroup):
     view_rows: int = Field(default=12, ge=2, le=128, description="Text rows of the depth view (2 px each).")
     color: bool = Field(default=True, description="24-bit colour half-blocks; false: ASCII shading.")
     publish: str | None = Field(
-        default=topics.ENV_PUB_BIND, description="PUB endpoint for DistanceMatrix observations; null: off."
+        default=topics.ENV_PUB_BIND,
+        description="PUB endpoint for DistanceMatrix observations; 'none', '' or null: publish nothing.",
     )
     seed: int = Field(default=0, description="Seed of the first scene's reset; scene k uses seed + k.")
     device: str = Field(default="cpu", description="torch device of the backend: cpu, cuda, ...")
+
+    @field_validator("publish")
+    @classmethod
+    def _none_publishes_nothing(cls, value: str | None) -> str | None:
+        """``--publish none`` (and ``''``) turn publishing off, as null does in a settings file."""
+        return None if value is None or value.strip().lower() in ("", "none", "null") else value
 
 
 class AutopilotSettings(SettingsGroup):

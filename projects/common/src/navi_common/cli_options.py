@@ -9,6 +9,7 @@ default is None and :func:`settings_kwargs` leaves unset options out, so environ
 Names: ``--num-actors`` for ``rollout.num_actors`` (the field's own name); fields listed as
 ``grouped`` keep their group, ``--checkpoint-every-steps`` for ``checkpoint.every_steps``, where the
 field's name alone would be unclear or taken. The click parameter is the path with ``__`` for dots.
+A list or tuple field is a repeatable option (``--allowed-hosts a --allowed-hosts b``).
 """
 
 from __future__ import annotations
@@ -67,12 +68,12 @@ def settings_options(
 
 
 def field_option(settings: type[BaseModel], path: str, *, grouped: bool = False) -> Callable[[F], F]:
-    """One option for the field at ``path`` (a ``--name/--no-name`` pair for a bool)."""
+    """One option for the field at ``path`` (a ``--name/--no-name`` pair for a bool; repeatable for a
+    list or tuple, whose values arrive as a list, or None when the option is not given)."""
     info = field_info(settings, path)
-    kind = click_type(info.annotation)
+    repeated = is_sequence(info.annotation)
+    kind = str if repeated else click_type(info.annotation)
     name = option_name(path, grouped=grouped)
-    default = info.get_default(call_default_factory=True)
-    shown = "" if default is None or default is PydanticUndefined else f"  [default: {default}]"
     declaration = f"{name}/--no-{name[2:]}" if kind is bool else name
     return click.option(
         declaration,
@@ -82,8 +83,31 @@ def field_option(settings: type[BaseModel], path: str, *, grouped: bool = False)
         field_path=path,
         type=None if kind is bool else kind,
         default=None,
-        help=(info.description or "") + shown,  # click would show the None option default
+        multiple=repeated,
+        callback=_unset_if_empty if repeated else None,
+        help=(info.description or "") + shown_default(info),  # click would show the None option default
     )
+
+
+def shown_default(info: FieldInfo) -> str:
+    """``"  [default: 4]"`` for the help text; empty for a field without a default (None, empty)."""
+    default = info.get_default(call_default_factory=True)
+    if default is None or default is PydanticUndefined or default in ((), []):
+        return ""
+    if isinstance(default, list | tuple):
+        default = ", ".join(str(value) for value in default)
+    return f"  [default: {default}]"
+
+
+def is_sequence(annotation: Any) -> bool:
+    """True for a ``list[...]`` or ``tuple[...]`` field (optionally ``| None``)."""
+    members = [arg for arg in _members(annotation) if arg is not type(None)]
+    return len(members) == 1 and typing.get_origin(members[0]) in (list, tuple)
+
+
+def _unset_if_empty(context: click.Context, param: click.Parameter, values: Any) -> list[Any] | None:
+    """A repeatable option never given is unset (None), so the environment keeps the field."""
+    return list(values) or None
 
 
 def field_info(settings: type[BaseModel], path: str) -> FieldInfo:

@@ -17,7 +17,7 @@ from navi_common.cli_options import build_settings, settings_kwargs, settings_op
 from navi_common.logging import configure_logging
 from navi_dashboard.settings import DashboardSettings
 
-OPTIONS = ("matrix_sub", "actor_sub", "step_endpoint", "host", "port", "keys", "log_level")
+OPTIONS = ("matrix_sub", "actor_sub", "step_endpoint", "host", "port", "allowed_hosts", "keys", "log_level")
 """Top-level settings the command exposes, each as ``--<field>``."""
 GROUPED_OPTIONS = (
     "stream.max_frame_hz",
@@ -35,12 +35,6 @@ GROUPED_OPTIONS = (
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @settings_options(DashboardSettings, OPTIONS, grouped=GROUPED_OPTIONS)
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    help="Also accept this name in Host (repeatable); localhost, 127.0.0.1 and --host always are.",
-)
 def main(**options: Any) -> None:
     """Start the live dashboard and print its URL.
 
@@ -53,7 +47,6 @@ def main(**options: Any) -> None:
     """
     from navi_dashboard.runner import DashboardStartError, run_dashboard
 
-    options["allowed_hosts"] = options["allowed_hosts"] or None  # unset: leave it to the environment
     settings = build_settings(DashboardSettings, **settings_kwargs(options))
     configure_logging(settings.log_level, settings.log_json)
 

@@ -5,7 +5,7 @@ requests carry its own name in ``Host`` (``Host: evil.example:8050``, ``Origin:
 http://evil.example:8050``). The dashboard can fly the drone, so (``docs/security.md``):
 
 * every request must name an allowed host in ``Host``: ``localhost``, ``127.0.0.1``, ``::1``, the
-  address the server is bound to, and any ``--allowed-host``;
+  address the server is bound to, and any ``--allowed-hosts``;
 * a websocket that sends ``Origin`` (every browser does) must come from the page it talks to;
   tools that send none may watch but never fly;
 * flying additionally needs the per-run token printed in the startup URL: opening that URL sets
@@ -51,7 +51,7 @@ class AccessPolicy:
 
     Args:
         bound_host: the interface the server listens on (``--host``).
-        allowed_hosts: extra names accepted in ``Host`` (``--allowed-host``).
+        allowed_hosts: extra names accepted in ``Host`` (``--allowed-hosts``).
         control_token: the run's token, or None when the page cannot fly.
     """
 

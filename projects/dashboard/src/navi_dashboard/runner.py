@@ -55,7 +55,7 @@ async def run_dashboard(
             "dashboard.exposed",
             host=settings.host,
             exposure="other machines can open the page (and fly, with the token URL)",
-            hint="reach it by a name given with --allowed-host; only localhost names are accepted otherwise",
+            hint="reach it by a name given with --allowed-hosts; only localhost names are accepted otherwise",
         )
     async with serve(app, settings.host, settings.port) as url:
         log.info("dashboard.listening", url=url, matrix_sub=settings.matrix_sub, actor_sub=settings.actor_sub)

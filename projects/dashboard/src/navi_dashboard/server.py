@@ -165,7 +165,7 @@ async def _host_guard(
     host = request.headers.get("Host")
     if not request.app[POLICY].host_allowed(host):
         log.warning("dashboard.request.foreign_host", host=host, path=request.path)
-        raise web.HTTPForbidden(text="unknown Host; to use that name, start with --allowed-host NAME")
+        raise web.HTTPForbidden(text="unknown Host; to use that name, start with --allowed-hosts NAME")
     return await handler(request)
 
 

@@ -89,7 +89,8 @@ class DashboardSettings(NaviSettings):
     )
     allowed_hosts: tuple[str, ...] = Field(
         default=(),
-        description="Host names accepted besides localhost, 127.0.0.1, ::1 and the bound address.",
+        description="Host names accepted besides localhost, 127.0.0.1, ::1 and the bound address (repeat the "
+        "option for several).",
     )
     keys: Path | None = Field(
         default=None, description="CURVE keys folder: secure ZeroMQ (docs/security.md); null: plain sockets."

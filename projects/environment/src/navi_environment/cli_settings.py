@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 
-def environment_settings(horizon: float | None) -> Any:
+def environment_settings(**overrides: Any) -> Any:
     """``EnvironmentSettings`` with CLI overrides; also configures logging from them.
 
     Args:
-        horizon: ``--horizon`` (sensor.horizon_m) or None to keep the configured value.
+        overrides: init kwargs, nested per group (``server={"mode": "async"}``), as
+            :func:`navi_common.cli_options.settings_kwargs` makes them from a command's options;
+            a group given here is deep-merged with the environment and ``.env`` by pydantic-settings.
 
     Returns:
         The resolved :class:`~navi_environment.config.EnvironmentSettings`.
@@ -18,8 +20,6 @@ def environment_settings(horizon: float | None) -> Any:
     from navi_common.logging import configure_logging
     from navi_environment.config import EnvironmentSettings
 
-    # a dict for a nested group is deep-merged with env/.env values by pydantic-settings
-    overrides: dict[str, Any] = {"sensor": {"horizon_m": horizon}} if horizon else {}
     settings = build_settings(EnvironmentSettings, **overrides)
     configure_logging(settings.log_level, settings.log_json, production=False)
     return settings

@@ -104,7 +104,8 @@ def test_check_rejects_broken_files_and_bad_usage(runner: CliRunner, tmp_path: P
 
 def test_corpus_prepare_then_check_root(runner: CliRunner, tmp_path: Path) -> None:
     folder = tmp_path / "corpus"
-    args = ["corpus", "prepare", "--families", "maze,warehouse", "--count", "1", "--resolution", "32"]
+    args = ["corpus", "prepare", "--families", "maze,warehouse", "--count-per-family", "1"]
+    args += ["--resolution", "32"]
     result = runner.invoke(main, [*args, "--output", str(folder), "--no-qualify"])
     assert result.exit_code == 0, result.output
     assert "2 scenes" in result.output

@@ -44,7 +44,7 @@ def test_corpus_from_a_mesh_folder_mixed_with_a_family(mesh_folder: Path, tmp_pa
     output = tmp_path / "corpus"
     result = CliRunner().invoke(
         main,
-        ["corpus", "prepare", "--source", str(mesh_folder), "--families", "hall", "--count", "1",
+        ["corpus", "prepare", "--source", str(mesh_folder), "--families", "hall", "--count-per-family", "1",
          "--resolution", "32", "--output", str(output)],
     )  # fmt: skip
     assert result.exit_code == 0, result.output

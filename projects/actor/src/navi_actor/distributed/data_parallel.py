@@ -8,7 +8,7 @@ shuffle generator, and takes the part of every minibatch that falls in its colum
 weighs its mean losses by its share of the minibatch times ``N``; DDP averages the gradients over
 the ranks, so the averaged gradient is exactly the single learner's minibatch gradient, the
 clipped norm and the Adam step are the same on every rank, and the parameters stay equal to the
-single learner's (tests/test_actor_distributed_learners.py). Advantage normalisation, explained
+single learner's (projects/actor/tests/distributed/test_learner_group.py). Advantage normalisation, explained
 variance and the epoch metrics (and so the KL early stop) are summed over the ranks.
 
 The RND predictor is trained the same way through its own DDP wrapper; its running statistics are

@@ -12,6 +12,8 @@ from typing import Any
 import click
 
 from navi_actor.launcher.child import ChildSpec
+from navi_actor.service.brain_settings import BrainSettings
+from navi_common.cli_options import build_settings, settings_kwargs, settings_options
 from navi_common.signals import on_termination, raise_interrupt
 from navi_common.transport.endpoints import with_host
 from navi_contracts.topics import LOCALHOST, LOOPBACK
@@ -37,8 +39,9 @@ def stack_specs(
     keys = stack_keys(settings)
     secure = ["--keys", str(keys)] if keys is not None else []
     brain_pub = with_host(service.pub_endpoint, listen) if listen else service.pub_endpoint
-    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve", "--pub", _bind_of(service.sub_endpoint, listen)]
-    env_argv += ["--rep", _bind_of(service.step_endpoint, listen), "--actors", str(actors), *secure]
+    env_argv = [sys.executable, "-c", _ENV_ENTRY, "serve"]
+    env_argv += ["--pub-endpoint", _bind_of(service.sub_endpoint, listen)]
+    env_argv += ["--rep-endpoint", _bind_of(service.step_endpoint, listen), "--actors", str(actors), *secure]
     if gmdag_file is not None:
         env_argv += ["--gmdag-file", str(gmdag_file)]
     if corpus is not None:
@@ -51,9 +54,9 @@ def stack_specs(
         "navi_actor.service",
         "--mode",
         service.mode,
-        "--sub",
+        "--sub-endpoint",
         service.sub_endpoint,
-        "--pub",
+        "--pub-endpoint",
         brain_pub,
         "--step-endpoint",
         service.step_endpoint,
@@ -89,40 +92,30 @@ def _bind_of(connect_endpoint: str, listen: str | None) -> str:
     return with_host(connect_endpoint, listen or LOOPBACK)
 
 
+STACK_FIELDS = ("service.mode", "service.keys", "launcher.on_exit", "launcher.secure", "launcher.listen")
+"""Settings ``navi-stack`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
+
+
 @click.command("navi-stack", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--with-dashboard/--no-dashboard", default=None, help="Also run navi-dashboard.")
+@click.option(
+    "--with-dashboard/--no-dashboard", default=None, help="Also run navi-dashboard (launcher.with_dashboard)."
+)
 @click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="One scene.")
 @click.option(
     "--corpus", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Corpus folder."
 )
 @click.option("--actors", type=int, default=4, show_default=True, help="Drones the environment simulates.")
-@click.option("--mode", type=click.Choice(["step", "async"]), help="Brain mode (default step).")
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="Policy checkpoint (default: the registry's latest model).",
 )
-@click.option("--deterministic/--stochastic", default=None, help="Brain acts with the mean, or samples.")
 @click.option(
-    "--on-exit",
-    type=click.Choice(["restart", "stop"]),
-    help="When a process exits by itself: restart it (default) or stop the whole stack.",
-)
-@click.option(
-    "--secure",
-    is_flag=True,
+    "--deterministic/--stochastic",
     default=None,
-    help="CURVE keys on every socket (--keys, default artifacts/keys from `navi-keys generate`).",
+    help="Brain acts with the mean, or samples (service.deterministic).",
 )
-@click.option(
-    "--keys",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="CURVE keys folder for every process (implies --secure).",
-)
-@click.option(
-    "--listen",
-    help="Interface the servers and the dashboard bind, e.g. 0.0.0.0 (default: 127.0.0.1 only).",
-)
+@settings_options(BrainSettings, STACK_FIELDS)
 def main(**options: Any) -> None:
     """Run navi-environment serve + the brain (+ navi-dashboard) together; Ctrl+C stops them all.
 
@@ -157,16 +150,11 @@ def _build_supervisor(
     gmdag_file: Path | None,
     corpus: Path | None,
     actors: int,
-    mode: str | None,
     checkpoint: Path | None,
     deterministic: bool | None,
-    on_exit: str | None,
-    secure: bool | None,
-    keys: Path | None,
-    listen: str | None,
+    **options: Any,
 ) -> Any:
     from navi_actor.launcher.supervisor import Supervisor
-    from navi_actor.service.command import build_brain_settings
     from navi_common.logging import configure_logging
     from navi_common.transport.endpoints import is_loopback_host
 
@@ -174,10 +162,9 @@ def _build_supervisor(
         raise click.UsageError("give at most one of --gmdag-file and --corpus")
     if actors < 1:
         raise click.UsageError("--actors must be >= 1")
-    settings = build_brain_settings(
-        service={"mode": mode, "checkpoint": checkpoint, "deterministic": deterministic, "keys": keys},
-        launcher={"with_dashboard": with_dashboard, "on_exit": on_exit, "secure": secure, "listen": listen},
-    )
+    options.update(service__checkpoint=checkpoint, service__deterministic=deterministic)
+    options["launcher__with_dashboard"] = with_dashboard
+    settings = build_settings(BrainSettings, **settings_kwargs(options))
     configure_logging(settings.log_level, settings.log_json)
     _check_stack_keys(stack_keys(settings))
     if settings.launcher.listen and not is_loopback_host(settings.launcher.listen):

@@ -1,7 +1,7 @@
 """``navi-actor serve`` (and bare ``brain``): the policy as a ZeroMQ service.
 
-Flags map onto :class:`~navi_actor.service.config.ServiceConfig` fields (``NAVI_ACTOR_SERVICE__*``)
-and are passed as init kwargs, so a flag beats the environment, which beats the root ``.env``.
+Options are made from :class:`~navi_actor.service.config.ServiceConfig` fields (``NAVI_ACTOR_SERVICE__*``)
+and passed as init kwargs, so a given option beats the environment, which beats the root ``.env``.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from typing import Any
 
 import click
 
-from navi_common.cli_options import build_settings, settings_kwargs
+from navi_actor.service.brain_settings import BrainSettings
+from navi_common.cli_options import build_settings, settings_kwargs, settings_options
 
 
 def build_brain_settings(**groups: dict[str, Any]) -> Any:
     """``BrainSettings`` from CLI values per group (None values dropped); bad values: one usage error."""
-    from navi_actor.service.brain_settings import BrainSettings
-
     flat = {f"{group}__{name}": value for group, values in groups.items() for name, value in values.items()}
     return build_settings(BrainSettings, **settings_kwargs(flat))
 
@@ -81,42 +80,26 @@ def artifacts_dir(settings: Any) -> Path:
     return settings.train.artifacts_dir or artifacts_root()
 
 
+SERVE_FIELDS = ("service.mode", "service.sub_endpoint", "service.pub_endpoint", "service.step_endpoint",
+                "service.keys", "service.seed", "service.total_steps", "service.request_timeout_ms",
+                "service.wait_for_subscribers", "service.inference", "service.control_hz",
+                "service.latency_ms", "service.jitter_ms", "service.blend", "train.device",
+                "train.torch_threads")  # fmt: skip
+"""Settings ``serve`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`); unset options leave
+``NAVI_ACTOR_SERVICE__*`` and ``.env`` in charge. ``train.torch_threads`` unset: 1 thread here
+(:data:`SERVICE_TORCH_THREADS`)."""
+
+
 @click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--mode", type=click.Choice(["step", "async"]), help="step (default): drive the env over REQ.")
-@click.option("--sub", "sub_endpoint", help="Environment PUB to subscribe to (default tcp://localhost:5559).")
-@click.option("--pub", "pub_endpoint", help="Actor PUB to bind (default tcp://127.0.0.1:5557).")
-@click.option("--step-endpoint", help="Environment REP for step mode (default tcp://localhost:5560).")
-@click.option(
-    "--keys",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="CURVE keys folder: secure mode (docs/security.md).",
-)
+@settings_options(BrainSettings, SERVE_FIELDS)
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="Policy checkpoint (default: the registry's latest model, else a fresh policy with a warning).",
 )
 @click.option(
-    "--deterministic/--stochastic", default=None, help="Act with the mean, or sample (default: sample)."
+    "--deterministic/--stochastic", default=None, help="Act with the mean, or sample (service.deterministic)."
 )
-@click.option("--seed", type=int, help="Seed of the first environment reset (default 0).")
-@click.option("--total-steps", type=int, help="Stop after this many acting steps (default: until Ctrl+C).")
-@click.option("--request-timeout-ms", type=int, help="Step mode: wait per environment reply (default 2000).")
-@click.option(
-    "--wait-for-subscribers", type=int, help="Wait for this many subscribers on the actor PUB first."
-)
-@click.option(
-    "--inference",
-    type=click.Choice(["sequential", "realtime"]),
-    help="sequential (default): act on each observation; realtime: control + inference processes "
-    "publishing action schedules (for navi-environment serve --mode realtime; docs/service.md).",
-)
-@click.option("--control-hz", type=float, help="Realtime: control rate, the env's tick rate (default 20).")
-@click.option("--latency-ms", type=float, help="Realtime/async: extra inference delay (default 0).")
-@click.option("--jitter-ms", type=float, help="Realtime/async: uniform +- jitter on that delay (default 0).")
-@click.option("--blend/--no-blend", default=None, help="Realtime: blend new chunks in (default) or switch.")
-@click.option("--device", help="torch device: cpu (default), cuda, cuda:1, ...")
-@click.option("--torch-threads", type=int, help="torch intra-op threads (default 1: the env shares the CPU).")
 def serve(**options: Any) -> None:
     """Serve the policy beside `navi-environment serve` (Ctrl+C to stop).
 
@@ -125,6 +108,8 @@ def serve(**options: Any) -> None:
     sends it as a StepRequest; if the environment goes away it re-synchronises with a reset once it
     is back. Async mode acts on the latest published observation and publishes actions for an
     environment that steps on them. Telemetry: actor.service.* events and actor 0's observation.
+
+    Without --torch-threads the brain uses one torch thread: it shares the CPU with the environment.
     """
     interrupt_on_termination()  # before the slow imports: a stop during start-up is a stop too
     try:
@@ -134,52 +119,14 @@ def serve(**options: Any) -> None:
         exit_now(0)
 
 
-def _serve_until_stopped(
-    *,
-    mode: str | None,
-    sub_endpoint: str | None,
-    pub_endpoint: str | None,
-    step_endpoint: str | None,
-    keys: Path | None,
-    checkpoint: Path | None,
-    deterministic: bool | None,
-    seed: int | None,
-    total_steps: int | None,
-    request_timeout_ms: int | None,
-    wait_for_subscribers: int | None,
-    inference: str | None,
-    control_hz: float | None,
-    latency_ms: float | None,
-    jitter_ms: float | None,
-    blend: bool | None,
-    device: str | None,
-    torch_threads: int | None,
-) -> None:
+def _serve_until_stopped(*, checkpoint: Path | None, deterministic: bool | None, **options: Any) -> None:
     from navi_actor.checkpoints import CheckpointError
     from navi_actor.service.brain import run_brain
     from navi_common import PeerTimeoutError
 
-    settings = build_brain_settings(
-        service={
-            "mode": mode,
-            "sub_endpoint": sub_endpoint,
-            "pub_endpoint": pub_endpoint,
-            "step_endpoint": step_endpoint,
-            "keys": keys,
-            "checkpoint": checkpoint,
-            "deterministic": deterministic,
-            "seed": seed,
-            "total_steps": total_steps,
-            "request_timeout_ms": request_timeout_ms,
-            "wait_for_subscribers": wait_for_subscribers,
-            "inference": inference,
-            "control_hz": control_hz,
-            "latency_ms": latency_ms,
-            "jitter_ms": jitter_ms,
-            "blend": blend,
-        },
-        train={"device": device, "torch_threads": torch_threads},
-    )
+    options["service__checkpoint"] = checkpoint  # --checkpoint must exist; the field only names it
+    options["service__deterministic"] = deterministic  # --deterministic/--stochastic, not --no-...
+    settings = build_brain_settings(**settings_kwargs(options))
     start_process(settings, default_torch_threads=SERVICE_TORCH_THREADS)
     try:
         steps = run_brain(settings, artifacts_dir(settings))

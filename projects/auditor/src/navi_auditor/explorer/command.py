@@ -74,7 +74,7 @@ def open_publisher(endpoint: str | None, keys: Path | None = None) -> Publisher 
     except zmq.ZMQError as error:
         raise click.ClickException(
             f"cannot bind {endpoint}: {error}. Another publisher (navi-environment serve?) may hold it; "
-            "pass --pub with another endpoint, or --pub none"
+            "pass --publish with another endpoint, or --publish none"
         ) from error
 
 
@@ -94,13 +94,11 @@ def make_autopilot(
 
 EXPLORE_FIELDS = ("explore.gmdag_file", "explore.corpus", "explore.max_steps", "explore.max_scenes",
                   "explore.seed", "explore.step_hz", "explore.autopilot_hz", "explore.color",
-                  "explore.device")  # fmt: skip
+                  "explore.device", "explore.publish", "keys", "log_level")  # fmt: skip
 """Settings ``explore`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
 
 
-def _open_session(
-    env_settings: Any, scene_files: Any, explore: Any, writer: Any, publisher: Any
-) -> Any:
+def _open_session(env_settings: Any, scene_files: Any, explore: Any, writer: Any, publisher: Any) -> Any:
     """The explorer session on the first scene; a broken scene file, or one that cannot host
     drones, is refused with one line (the publisher is closed first)."""
     from navi_auditor.explorer.session import ExplorerSession
@@ -137,19 +135,7 @@ def _open_session(
     help="Start on autopilot (T toggles it): 'scripted' (plain --autopilot) steers from the depth view; "
     "'frontier' maps the scene from depth and pose and plans paths to unexplored space.",
 )
-@click.option(
-    "--pub", help="PUB endpoint for DistanceMatrix observations [tcp://127.0.0.1:5559]; 'none' disables."
-)
-@click.option(
-    "--keys",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="CURVE keys folder for --pub (secure mode).",
-)
-@click.option("--log-level", default=None, help="debug, info, warning, error [info; warning on a TTY].")
-def explore_main(
-    *, record: bool, out: Path | None, autopilot: str | None, pub: str | None, keys: Path | None,
-    log_level: str | None, **options: Any,
-) -> None:  # fmt: skip
+def explore_main(*, record: bool, out: Path | None, autopilot: str | None, **options: Any) -> None:
     """Fly one drone through compiled scenes from the terminal (works over SSH).
 
     \b
@@ -158,21 +144,18 @@ def explore_main(
           X stop   T toggle autopilot   Esc next scene   Ctrl+C quit
     A key keeps its axis engaged for a few steps (terminals send no key-up); hold it to keep going.
     The view shows the forward half of the distance matrix (near = bright, misses = dark blue);
-    the same observations are published as DistanceMatrix on --pub for the dashboard.
+    the same observations are published as DistanceMatrix on --publish for the dashboard.
+    Without --log-level the log level is warning on a terminal (the view fills it), else log_level.
     """
     # Heavy imports (torch, numba kernels) only when flying, so `navi-auditor --help` starts fast.
     from navi_auditor.explorer.runner import ExplorerLoop
     from navi_auditor.explorer.scenes import SceneSourceError, resolve_scene_files
     from navi_environment.config import EnvironmentSettings
 
-    if pub is not None:
-        options["explore__publish"] = None if pub.lower() == "none" else pub
-    values = settings_kwargs({**options, "log_level": log_level})
-    settings = build_settings(AuditorSettings, **values)
+    settings = build_settings(AuditorSettings, **settings_kwargs(options))
     terminal = Terminal()
-    configure_logging(
-        log_level or ("warning" if terminal.interactive else settings.log_level), settings.log_json
-    )
+    level = options["log_level"] or ("warning" if terminal.interactive else settings.log_level)
+    configure_logging(level, settings.log_json)
     env_settings = EnvironmentSettings()
     explore = settings.explore
     try:
@@ -184,7 +167,7 @@ def explore_main(
     # Ctrl+C, SIGTERM and SIGHUP (a closed SSH session) alike end the flight after the current step
     # and finish the demonstration; a repeated signal while it is being finished changes nothing.
     with on_termination(set_event(stop)):
-        publisher = open_publisher(explore.publish, keys or settings.keys)
+        publisher = open_publisher(explore.publish, settings.keys)
         writer = _open_writer(settings, env_settings, pilot, out) if record else None
         session = _open_session(env_settings, scene_files, explore, writer, publisher)
         pilot_fn = make_autopilot(autopilot or "scripted", session, settings, env_settings)

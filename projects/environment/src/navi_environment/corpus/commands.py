@@ -14,6 +14,8 @@ from navi_environment.corpus.settings import CompileSettings
 
 COMPILE_FIELDS = ("resolution", "far_tolerance_voxels", "exact_clearance_m")
 """Compile settings ``compile-gmdag`` exposes, each as ``--<field>`` (``compile.<field>``)."""
+PREPARE_FIELDS = ("count_per_family", "resolution", "qualify")
+"""Compile settings ``corpus prepare`` exposes, each as ``--<field>`` (``--qualify/--no-qualify``)."""
 
 if TYPE_CHECKING:
     from navi_environment.config import EnvironmentSettings
@@ -197,13 +199,9 @@ def corpus() -> None:
     "--families", default=None, help="Comma-separated procedural families (default: compile.families, all "
     "five; none when meshes are given; 'none' for none)."
 )  # fmt: skip
-@click.option(
-    "--count", type=int, default=None, help="Scenes per family (default: compile.count_per_family)."
-)
-@click.option("--resolution", type=int, default=None, help="Voxels per axis (default: compile.resolution).")
+@settings_options(CompileSettings, PREPARE_FIELDS)
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Corpus folder (default: artifacts/<compile.corpus_dir>).")  # fmt: skip
-@click.option("--no-qualify", is_flag=True, help="Skip spawn qualification (faster, for experiments).")
 @click.option(
     "--source", "source_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
     help="A folder of mesh files (.glb/.gltf/.obj/.ply/.stl, searched recursively) to compile.",
@@ -217,15 +215,13 @@ def corpus() -> None:
 @click.option("--repair", is_flag=True, help="Meshes: merge vertices, fix winding/normals, fill holes.")
 def corpus_prepare(  # noqa: PLR0917 - one parameter per CLI option
     families: str | None,
-    count: int | None,
-    resolution: int | None,
     output: Path | None,
-    no_qualify: bool,
     source_dir: Path | None,
     mesh_paths: tuple[Path, ...],
     up_axis: str,
     scale: float,
     repair: bool,
+    **compile_options: Any,
 ) -> None:
     """Compile, qualify and write the corpus with manifest.json (staged, swapped in on success).
 
@@ -238,7 +234,7 @@ def corpus_prepare(  # noqa: PLR0917 - one parameter per CLI option
     family_list = None
     if families is not None:
         family_list = tuple(n.strip() for n in families.split(",") if n.strip() and n.strip() != "none")
-    settings = _settings(resolution=resolution, count_per_family=count, qualify=False if no_qualify else None)
+    settings = _settings(**settings_kwargs(compile_options))
     target = output or artifacts_root() / settings.compile.corpus_dir
     try:
         files = [*(mesh_files(source_dir) if source_dir is not None else []), *mesh_paths]

@@ -52,7 +52,9 @@ class CompileSettings(BaseModel):
     max_mesh_extent_m: float = Field(
         default=2000.0, gt=0.0, description="A mesh whose bounding box is larger than this is rejected."
     )
-    qualify: bool = Field(default=True, description="Qualify spawns of every corpus scene.")
+    qualify: bool = Field(
+        default=True, description="Qualify spawns of every corpus scene (false: faster, for experiments)."
+    )
 
     @field_validator("resolution")
     @classmethod

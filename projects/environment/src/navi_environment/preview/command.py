@@ -33,7 +33,7 @@ def preview_command(gmdag_file: Path, out: Path, level: int) -> None:
 
     if level < 8 or level & (level - 1):
         raise click.UsageError(f"--level must be a power of two >= 8, got {level}")
-    settings = environment_settings(None)
+    settings = environment_settings()
     try:
         asset = load_gmdag(gmdag_file)
     except GmdagFormatError as error:

@@ -23,7 +23,7 @@ def bench_command(gmdag_file: Path, actors: int, steps: int, device: str, as_jso
     """Time full backend steps (random actions) and the sensor trace on one scene."""
     from navi_environment.runtime.bench import bench_backend
 
-    settings = environment_settings(None)
+    settings = environment_settings()
     result: dict[str, Any] = {"scene": str(gmdag_file), "device": device}
     result.update(bench_backend(settings, actors, steps, scene_paths=[gmdag_file], device=device))
     if as_json:

@@ -8,81 +8,29 @@ from typing import Any
 
 import click
 
+from navi_common.cli_options import settings_kwargs, settings_options
 from navi_environment.cli_settings import environment_settings
+from navi_environment.config import EnvironmentSettings
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
-_MODES = click.Choice(["step", "async", "realtime"])
 
 
-def build_server_config(base: Any = None, **options: Any) -> Any:
-    """``ServerConfig``: CLI values (None = unset) over ``base`` (the ``server`` settings group).
-
-    Invalid values are usage errors.
-    """
-    from navi_common.cli_options import build_settings
-    from navi_environment.server.config import ServerConfig
-
-    values = base.model_dump() if base is not None else {}
-    values.update({name: value for name, value in options.items() if value is not None})
-    return build_settings(ServerConfig, **values)
+SERVE_FIELDS = ("server.mode", "server.pub_endpoint", "server.rep_endpoint", "server.action_sub",
+                "server.keys", "server.seed", "server.republish_ms", "server.control_hz",
+                "server.fallback", "sensor.horizon_m")  # fmt: skip
+"""Settings ``serve`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`): each is passed only
+when given, so ``NAVI_ENV_SERVER__*`` and ``.env`` still apply, and its default is the field's."""
 
 
 @click.command("serve")
-@click.option("--mode", type=_MODES, default=None, help="[default: step]")
-@click.option(
-    "--pub", "pub_endpoint", default=None, help="PUB bind endpoint ('' = none). [default: tcp://127.0.0.1:5559]"
-)
-@click.option("--rep", "rep_endpoint", default=None, help="REP bind endpoint. [default: tcp://127.0.0.1:5560]")
-@click.option(
-    "--action-sub",
-    default=None,
-    help="Async/realtime mode: the brain PUB to take actions from. [default: tcp://localhost:5557]",
-)
-@click.option("--keys", type=_DIR, default=None, help="CURVE keys folder: secure mode (docs/security.md).")
-@click.option(
-    "--seed", type=click.IntRange(0), default=None, help="Async/realtime: start-up reset seed. [default: 0]"
-)
-@click.option(
-    "--republish-ms",
-    type=int,
-    default=None,
-    help="Async mode: re-publish the waiting observation this often. [default: 250]",
-)
-@click.option(
-    "--control-hz",
-    type=float,
-    default=None,
-    help="Realtime mode: control ticks per second. [default: 20]",
-)
-@click.option(
-    "--fallback",
-    type=click.Choice(["hold", "slow"]),
-    default=None,
-    help="Realtime mode, a tick without a scheduled action: repeat the last action, or halve it each "
-    "tick. [default: hold]",
-)
+@settings_options(EnvironmentSettings, SERVE_FIELDS)
 @click.option("--actors", type=click.IntRange(min=1), default=4, show_default=True, help="Drones (batch B).")
 @click.option("--gmdag-file", type=_FILE, default=None, help="Serve this one scene.")
 @click.option("--corpus", type=_DIR, default=None, help="Serve every .gmdag in this folder.")
-@click.option("--horizon", type=float, default=None, help="Sensor horizon in metres (sensor.horizon_m).")
 @click.option("--device", default="cpu", show_default=True, help="Torch device of the backend.")
 def serve_command(
-    *,
-    mode: str | None,
-    pub_endpoint: str | None,
-    rep_endpoint: str | None,
-    action_sub: str | None,
-    seed: int | None,
-    republish_ms: int | None,
-    control_hz: float | None,
-    fallback: str | None,
-    keys: Path | None,
-    actors: int,
-    gmdag_file: Path | None,
-    corpus: Path | None,
-    horizon: float | None,
-    device: str,
+    *, actors: int, gmdag_file: Path | None, corpus: Path | None, device: str, **options: Any
 ) -> None:
     """Serve the batched environment over ZeroMQ until Ctrl+C (or SIGTERM).
 
@@ -112,12 +60,8 @@ def serve_command(
             from navi_environment.backend import SdfDagBackend
             from navi_environment.server.service import scene_sources
 
-            settings = environment_settings(horizon)
-            config = build_server_config(
-                settings.server, mode=mode, pub_endpoint=pub_endpoint, rep_endpoint=rep_endpoint,
-                action_sub=action_sub, seed=seed, republish_ms=republish_ms, control_hz=control_hz,
-                fallback=fallback, keys=keys,
-            )  # fmt: skip
+            settings = environment_settings(**settings_kwargs(options))
+            config = settings.server
             try:
                 paths = scene_sources(gmdag_file, corpus)
             except ValueError as error:

@@ -92,8 +92,8 @@ CASES: dict[str, list[Case]] = {
     ],
     "serve": [
         Case("--mode", "service.mode", "async", "step", "async"),
-        Case("--sub", "service.sub_endpoint", "tcp://c:3", "tcp://b:2", "tcp://a:1"),
-        Case("--pub", "service.pub_endpoint", "tcp://*:7003", "tcp://*:7002", "tcp://*:7001"),
+        Case("--sub-endpoint", "service.sub_endpoint", "tcp://c:3", "tcp://b:2", "tcp://a:1"),
+        Case("--pub-endpoint", "service.pub_endpoint", "tcp://*:7003", "tcp://*:7002", "tcp://*:7001"),
         Case("--step-endpoint", "service.step_endpoint", "tcp://c:3", "tcp://b:2", "tcp://a:1"),
         Case("--checkpoint", "service.checkpoint", "{tmp}/cli.pt", "env.pt", "dotenv.pt"),
         Case("--stochastic", "service.deterministic", None, "true", "false", "False"),

@@ -89,9 +89,9 @@ def test_stack_command_lines(tmp_path: Path) -> None:
     env, brain = specs[0].argv, specs[1].argv
     expected_env = [
         "serve",
-        "--pub",
+        "--pub-endpoint",
         "tcp://127.0.0.1:5559",
-        "--rep",
+        "--rep-endpoint",
         "tcp://127.0.0.1:7000",
         "--actors",
         "3",
@@ -108,7 +108,23 @@ def test_async_stack_drives_the_environment_from_the_brains_actions() -> None:
     assert env[env.index("--mode") + 1] == "async"
     assert env[env.index("--action-sub") + 1] == "tcp://localhost:7001"
     assert brain[brain.index("--mode") + 1] == "async"
-    assert brain[brain.index("--pub") + 1] == "tcp://*:7001"
+    assert brain[brain.index("--pub-endpoint") + 1] == "tcp://*:7001"
+
+
+def test_every_option_the_stack_passes_is_an_option_of_the_child_command(tmp_path: Path) -> None:
+    """The launcher spells its children's options by hand; a renamed option would fail at start-up."""
+    from navi_actor.service.command import serve as brain_serve
+    from navi_common.transport.curve import generate_keys
+    from navi_environment.server.command import serve_command as env_serve
+
+    generate_keys(tmp_path / "keys")
+    service = {"mode": "async", "checkpoint": tmp_path / "c.pt", "keys": tmp_path / "keys"}
+    settings = BrainSettings(service=service, launcher={"listen": "0.0.0.0"})
+    env, brain = (spec.argv for spec in stack_specs(settings, gmdag_file=tmp_path, corpus=None, actors=2)[:2])
+    for argv, command in ((env, env_serve), (brain, brain_serve)):
+        known = {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
+        given = {arg for arg in argv if arg.startswith("--")}
+        assert given and given <= known, given - known
 
 
 def test_supervisor_needs_children() -> None:
@@ -125,7 +141,8 @@ def test_secure_stack_passes_the_keys_to_every_process_and_listen_widens_only_wh
     plain = BrainSettings(launcher={"with_dashboard": True})
     for spec in stack_specs(plain, gmdag_file=None, corpus=None, actors=1):
         assert "--keys" not in spec.argv and "--host" not in spec.argv
-        binds = [spec.argv[i + 1] for i, arg in enumerate(spec.argv) if arg in {"--pub", "--rep"}]
+        bind_options = {"--pub-endpoint", "--rep-endpoint"}
+        binds = [spec.argv[i + 1] for i, arg in enumerate(spec.argv) if arg in bind_options]
         assert all(endpoint.startswith("tcp://127.0.0.1:") for endpoint in binds), binds
     secure = BrainSettings(
         service={"keys": tmp_path / "keys", "mode": "async"},
@@ -136,10 +153,10 @@ def test_secure_stack_passes_the_keys_to_every_process_and_listen_widens_only_wh
         assert spec.argv[spec.argv.index("--keys") + 1] == str(tmp_path / "keys")
     env, brain = specs[0].argv, specs[1].argv
     assert (
-        env[env.index("--pub") + 1] == "tcp://0.0.0.0:5559"
-        and env[env.index("--rep") + 1] == "tcp://0.0.0.0:5560"
+        env[env.index("--pub-endpoint") + 1] == "tcp://0.0.0.0:5559"
+        and env[env.index("--rep-endpoint") + 1] == "tcp://0.0.0.0:5560"
     )
-    assert brain[brain.index("--pub") + 1] == "tcp://0.0.0.0:5557"
+    assert brain[brain.index("--pub-endpoint") + 1] == "tcp://0.0.0.0:5557"
     assert env[env.index("--action-sub") + 1] == "tcp://localhost:5557"
     if len(specs) == 3:
         assert specs[2].argv[specs[2].argv.index("--host") + 1] == "0.0.0.0"

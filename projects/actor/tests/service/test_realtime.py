@@ -141,8 +141,9 @@ def test_control_keeps_its_rate_while_inference_is_slow_and_chunks_start_after_t
     """``navi-actor serve --inference realtime`` as a real process (its own control loop, its spawned
     inference process) against a 20 Hz observation stream, with 150 +- 20 ms of injected latency."""
     env_endpoint, brain_endpoint = free_tcp_endpoint(), free_tcp_endpoint()
-    argv = [sys.executable, "-m", "navi_actor.service", "--inference", "realtime", "--sub", env_endpoint,
-            "--pub", brain_endpoint, "--checkpoint", str(planned_checkpoint(tmp_path)), "--deterministic",
+    argv = [sys.executable, "-m", "navi_actor.service", "--inference", "realtime",
+            "--sub-endpoint", env_endpoint, "--pub-endpoint", brain_endpoint,
+            "--checkpoint", str(planned_checkpoint(tmp_path)), "--deterministic",
             "--control-hz", str(HZ), "--latency-ms", "150", "--jitter-ms", "20", "--no-blend"]  # fmt: skip
     variables = {**os.environ, "NAVI_ACTOR_SERVICE__STATS_SECONDS": "0.5", "NAVI_ACTOR_LOG_LEVEL": "warning"}
     environment = RealtimeEnvironment(env_endpoint)

@@ -159,7 +159,7 @@ def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(
 
 
 def test_ray_training_learns_the_point_goal(pool: WorkerPool, tmp_path: Path) -> None:
-    # The local learning test's budget and bar (tests/test_actor_learning_point_goal.py), with 2 x 4
+    # The local learning test's budget and bar (runners/test_learning_point_goal.py), with 2 x 4
     # drones on Ray instead of 8 in-process: wrong tiling or a lost weight broadcast fails here.
     learning = settings(
         encoder_backend="spherical_cnn",
