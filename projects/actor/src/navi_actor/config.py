@@ -87,10 +87,11 @@ class PPOConfig(SettingsGroup):
         "initial policy. Needs reference_kl_coef > 0.",
     )  # fmt: skip
     final_log_std_max: float | None = Field(
-        default=None,
+        default=-1.6,
         description="Upper bound of the global action log-std at the end of the budget, lowered "
         "linearly from policy.log_std_max (the LR schedule's share): late training then acts close "
-        "to the mean action, so the mean is what PPO optimises. null: no schedule.",
+        "to the mean action, so the mean is what PPO optimises (-1.6: std 0.2 at the end). null: no "
+        "schedule (needed with policy.log_std_mode=state).",
     )
     chunk_coef: float = Field(
         default=0.5,
@@ -228,7 +229,7 @@ class ActorSettings(NaviSettings):
         ):
             raise ValueError(
                 "ppo.final_log_std_max schedules the global log-std: it needs policy.log_std_mode=global "
-                "and a value >= policy.log_std_min"
+                "and a value >= policy.log_std_min (set ppo.final_log_std_max=null for log_std_mode=state)"
             )
         return self
 

@@ -129,7 +129,15 @@ class RewardSettings(BaseModel):
     inspection: float = Field(default=0.05, description="Weight: close surfaces seen from a new heading.")
     collision: float = Field(default=1.0, description="Weight: impact penalty, grows with impact speed.")
     visit_cell_m: float = Field(default=1.0, gt=0.0, description="Edge of an exploration visit cell.")
-    heading_bins: int = Field(default=8, ge=1, le=64, description="Heading sectors per visit cell.")
+    heading_bins: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Heading sectors per visit cell: the heading-novelty, inspection and forward-structure "
+        "terms pay once per sector. 1: once per cell (turning in a visited cell pays nothing; with 8, a "
+        "drifting circle farmed them and the mean action circled: docs/experiments/2026-11-mean-action-"
+        "heading-sectors.md).",
+    )
     min_clearance_m: float = Field(default=0.5, ge=0.0, description="Exploration gate: reward only if clear.")
     proximity_m: float = Field(default=1.0, gt=0.0, description="Proximity penalty starts below this.")
     band_low_m: float = Field(default=1.0, ge=0.0, description="Structure band lower edge.")

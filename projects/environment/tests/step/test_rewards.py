@@ -18,7 +18,7 @@ FORWARD = torch.tensor([0, 1, 2, 3])  # azimuth bin 0, every elevation
 def unit_weights(**overrides: float) -> RewardSettings:
     weights = dict.fromkeys(REWARD_TERMS, 1.0)
     weights.update(overrides)
-    return RewardSettings(**weights)
+    return RewardSettings(heading_bins=8, **weights)  # 8 sectors: the heading rules are under test
 
 
 def obs_with(depth_m: float, valid: float = 1.0, B: int = 1) -> torch.Tensor:
@@ -118,9 +118,9 @@ def test_structure_band_pays_a_new_cell_in_the_band(nearest: float, expected: fl
     assert float(term(rewards.compute(inputs(obs_with(nearest)))[1], "structure_band")) == 0.0  # same cell
 
 
-def test_a_full_turn_is_worth_less_than_entering_one_new_cell() -> None:
-    """With default weights, collecting every heading sector of a cell pays less than one new cell."""
-    rewards = fresh(RewardSettings())
+def full_turn_and_new_cell(settings: RewardSettings) -> tuple[float, float]:
+    """(what a full turn in a visited cell pays, what entering that cell paid), close structure ahead."""
+    rewards = fresh(settings)
     obs = obs_with(20.0)
     obs[0, 0, 0, :] = 2.0 / H  # close structure ahead: inspection and forward structure pay too
     entered = float(term(rewards.compute(inputs(obs, yaw=torch.tensor([0.2])))[1], "exploration"))
@@ -129,7 +129,19 @@ def test_a_full_turn_is_worth_less_than_entering_one_new_cell() -> None:
         - float(rewards.compute(inputs(obs, yaw=torch.tensor([(k + 0.5) * 2 * math.pi / 8])))[0])
         for k in range(1, 8)
     )
+    return turned, entered
+
+
+def test_a_full_turn_is_worth_less_than_entering_one_new_cell() -> None:
+    """With 8 heading sectors, collecting every one of a cell pays less than one new cell."""
+    turned, entered = full_turn_and_new_cell(RewardSettings(heading_bins=8))
     assert 0.0 < turned < 0.6 * entered  # and a full turn takes ~21 steps at the top yaw rate
+
+
+def test_by_default_turning_in_a_visited_cell_pays_nothing() -> None:
+    """One heading sector per cell (the default): a drifting circle cannot farm headings."""
+    turned, entered = full_turn_and_new_cell(RewardSettings())
+    assert abs(turned) < 1e-6 and entered > 1.0
 
 
 def test_no_positive_reward_for_hovering_or_circling_in_one_cell() -> None:

@@ -22,7 +22,11 @@ class ShapingConfig(BaseModel):
         default=0.8, ge=0, lt=1, description="Loop score below which there is no penalty."
     )
     spin_weight: float = Field(
-        default=0.0, ge=0, description="Largest penalty per step for a sustained turn one way."
+        default=0.1,
+        ge=0,
+        description="Largest penalty per step for a sustained turn one way (a constant turn costs nothing "
+        "under sampling noise, so without it the mean action circles: docs/experiments/2026-11-mean-"
+        "action-spin.md).",
     )
     spin_window: int = Field(default=20, ge=1, description="Steps of the running mean of the yaw action.")
     spin_free: float = Field(
