@@ -62,10 +62,12 @@ def backend_settings(episode_steps: int | None) -> Any:
     return EnvironmentSettings(**overrides)
 
 
-def trained_policy(train_scenes: list[Path], minutes: float, seed: int) -> tuple[Any, dict[str, Any]]:
-    """Train the default trainer on ``train_scenes`` for ``minutes``; (policy, what the JSON reports)."""
+def trained_policy(
+    train_scenes: list[Path], minutes: float | None, steps: int | None, seed: int
+) -> tuple[Any, dict[str, Any]]:
+    """Train the default trainer on ``train_scenes`` for ``minutes`` or ``steps``; (policy, JSON facts)."""
     values: dict[str, Any] = {
-        "train": {"max_minutes": minutes, "seed": seed},
+        "train": {"max_minutes": minutes, "total_steps": steps, "seed": seed},
         "telemetry": {"enabled": False},
         "checkpoint": {"auto_resume": False, "auto_promote": False},
     }
@@ -79,6 +81,7 @@ def trained_policy(train_scenes: list[Path], minutes: float, seed: int) -> tuple
     summary = runner.run_training()
     return runner.policy, {
         "train_minutes": minutes,
+        "train_step_budget": steps,
         "train_steps": summary.steps_this_run,
         "train_steps_per_second": round(summary.steps_per_second, 2),
         "checkpoint": str(summary.final_checkpoint),
@@ -185,6 +188,13 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
 
 @click.command()
 @click.option("--minutes", type=float, default=30.0, show_default=True, help="Training wall-clock budget.")
+@click.option(
+    "--steps",
+    type=int,
+    default=None,
+    help="Train for this many environment steps instead of --minutes: on a shared machine, the steps "
+    "30 quiet minutes give (scripts/bench_train.py), so other work slows the run but does not shorten it.",
+)
 @click.option("--corpus", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None)
 @click.option("--holdout", type=float, default=0.2, show_default=True, help="Share of scenes held out.")
 @click.option(
@@ -216,6 +226,7 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
 def main(
     *,
     minutes: float,
+    steps: int | None,
     corpus: Path | None,
     holdout: float,
     split: SplitMode,
@@ -230,7 +241,7 @@ def main(
         torch.set_num_threads(threads)
     train_scenes, eval_scenes = corpus_split(corpus, holdout, split)
     if checkpoint is None:
-        policy, run = trained_policy(train_scenes, minutes, seed)
+        policy, run = trained_policy(train_scenes, None if steps else minutes, steps, seed)
     else:
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
     results, paired = evaluate_all(policy, eval_scenes, episodes, episode_steps, seed)
