@@ -97,7 +97,7 @@ def test_spin_term_charges_a_sustained_turn_not_a_brief_one() -> None:
     assert float(reset[0]) == 0.0  # a new episode starts with no turning history
     assert float(shaping_terms(ShapingConfig(spin_weight=0.0), env_reward=torch.zeros(1),
                                speed=torch.zeros(1), novelty=torch.zeros(1), loop_score=torch.zeros(1),
-                               step=0, turning=torch.ones(1))["spin"]) == 0.0  # weight 0 turns it off  # fmt: skip
+                               step=0, turning=torch.ones(1))["spin"]) == 0.0  # weight 0: off  # fmt: skip
     assert float(shaping_terms(ShapingConfig(), env_reward=torch.zeros(1), speed=torch.zeros(1),
                                novelty=torch.zeros(1), loop_score=torch.zeros(1), step=0,
                                turning=torch.ones(1))["spin"]) < 0.0  # on by default  # fmt: skip
