@@ -5,9 +5,11 @@ Prints ONE JSON line. The default corpus (built first if missing; or ``--corpus`
 family's scenes, so every family is trained on and evaluated; ``--split tail`` holds out the last
 ``--holdout`` share of the corpus, which for a manifest listed family by family is one whole family
 the trainer never sees (navi_actor.evaluation.scene_split). The default trainer trains on the rest
-for ``--minutes`` of wall-clock time. Then five policies fly the same episode plan on the held-out
-scenes (``--episodes`` start poses per scene drawn once with seed + 1000, each episode run to its own
-end and counted once, truncated at ``--episode-steps``): the learned policy acting with its Gaussian
+for ``--minutes`` of wall-clock time, or for ``--steps`` environment steps (on a shared machine: the
+steps 30 quiet minutes train, so other work slows the run without shortening it). Then five
+policies fly the same episode plan on the held-out scenes (``--episodes`` start poses per scene
+drawn once with seed + 1000, each episode run to its own end and counted once, truncated at
+``--episode-steps``): the learned policy acting with its Gaussian
 mean (how it is deployed) and with sampled actions (how it trained), a uniform random policy, a
 reactive heuristic (a memoryless obstacle avoider) and the frontier planner (a classical explorer
 that maps what it senses; the reference ceiling). Every aggregate comes with a 95% interval and the
@@ -17,7 +19,8 @@ Targets after 30 minutes on 2 CPU cores (the learning issue): mean-action covera
 and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-action coverage
 >= 0.7x the frontier planner's.
 
-    uv run python scripts/bench_learning.py [--minutes 30] [--corpus DIR] [--split stratified|tail]
+    uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR]
+        [--split stratified|tail]
 """
 
 from __future__ import annotations
