@@ -26,6 +26,14 @@ def test_record_with_a_duration_writes_a_closed_empty_recording(tmp_path) -> Non
     assert again.exit_code != 0 and "exists" in again.output
 
 
+def test_record_refuses_a_malformed_endpoint_in_one_line(tmp_path) -> None:
+    args = ["record", "--sub-endpoints", "garbage", "--out", str(tmp_path / "r.navirec"), "--duration", "0.1"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and result.exception is not None
+    assert isinstance(result.exception, SystemExit)  # a ClickException, not a traceback
+    assert "cannot subscribe to garbage" in result.output
+
+
 def test_replay_flat_out_without_waiting(tmp_path) -> None:
     path = tmp_path / "s.navirec"
     with StreamWriter(path, fsync=False) as writer:

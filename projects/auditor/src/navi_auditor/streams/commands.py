@@ -68,10 +68,14 @@ def record(
     if out.exists():
         raise click.ClickException(f"{out} exists; recordings are append-only, pick a new name")
     curve = _curve(settings, server=False)
-    stats = record_stream(
-        settings.recording.sub_endpoints, out, settings.recording, topics=list(topic_list) or None,
-        duration_s=duration, max_messages=max_messages, curve=curve,
-    )  # fmt: skip
+    endpoints = settings.recording.sub_endpoints
+    try:
+        stats = record_stream(
+            endpoints, out, settings.recording, topics=list(topic_list) or None,
+            duration_s=duration, max_messages=max_messages, curve=curve,
+        )  # fmt: skip
+    except zmq.ZMQError as error:
+        raise click.ClickException(f"cannot subscribe to {', '.join(endpoints)}: {error}") from error
     click.echo(f"recorded {stats.messages} messages in {stats.chunks} chunks to {stats.path}")
 
 
