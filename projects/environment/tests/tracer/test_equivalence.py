@@ -113,3 +113,31 @@ def test_torch_and_numba_cast_and_query_agree(scene) -> None:  # type: ignore[no
     assert torch.all(q1[free] <= exact[free] + 0.1 * scene.voxel_size)
     near = exact.abs() < scene.band_m  # inside the brick band the interpolated distance is close
     assert near.any() and torch.allclose(q1[near], exact[near], atol=scene.voxel_size)
+
+
+@pytest.mark.slow
+def test_compiled_torch_march_matches_eager(scene) -> None:  # type: ignore[no-untyped-def]
+    """``tracer.torch_compile`` fuses each march iteration; it must not change one ray (~30 s: compile)."""
+    pos, yaw = _random_poses(2, seed=5)
+    atlas = pack_scenes([scene])
+    outs = []
+    for compiled in (False, True):
+        tracer = Tracer(atlas, SENSOR, TracerSettings(device_kernel="torch", torch_compile=compiled))
+        out = torch.empty(len(pos), 3, SENSOR.azimuth_bins, SENSOR.elevation_bins)
+        ids = torch.zeros(len(pos), dtype=torch.int32)
+        tracer.trace_sensor(torch.from_numpy(pos), torch.from_numpy(yaw), ids, out)
+        origins = torch.from_numpy(pos).repeat(8, 1)
+        dirs = torch.nn.functional.normalize(
+            torch.randn(len(origins), 3, generator=torch.Generator().manual_seed(1))
+        )
+        n = len(origins)
+        t_max, offsets = torch.full((n,), 6.0), torch.full((n,), 0.2)
+        t, hit = tracer.cast(origins, dirs, t_max, offsets, torch.zeros(n, dtype=torch.int32))
+        outs.append((out, t, hit))
+    (eager, t0, h0), (fused, t1, h1) = outs
+    assert (
+        torch.equal(eager[:, 2], fused[:, 2])
+        and torch.equal(eager[:, 1], fused[:, 1])
+        and torch.equal(h0, h1)
+    )
+    assert torch.allclose(eager[:, 0], fused[:, 0], atol=1e-6) and torch.allclose(t0, t1, atol=1e-5)

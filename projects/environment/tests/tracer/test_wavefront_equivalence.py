@@ -114,9 +114,7 @@ def test_wavefront_job_size_does_not_change_answers(atlas: SceneAtlas, rays_per_
     pos, yaw = _poses(2, seed=9)
     dirs = sensor_directions(40, 20)
     ids = np.array([1, 0])
-    whole, _, whole_stats = _run(
-        lambda *a: wavefront.trace_sensor(*a, len(dirs)), atlas, pos, yaw, ids, dirs
-    )
+    whole, _, whole_stats = _run(lambda *a: wavefront.trace_sensor(*a, len(dirs)), atlas, pos, yaw, ids, dirs)
     split, _, split_stats = _run(
         lambda *a: wavefront.trace_sensor(*a, rays_per_job), atlas, pos, yaw, ids, dirs
     )

@@ -91,6 +91,7 @@ class Tracer:
         self.rules = (float(tracer.hit_epsilon_voxels), float(tracer.min_step_voxels), int(tracer.max_steps))
         self._rules_kw: dict[str, Any] = {
             "eps_vox": self.rules[0], "min_step_vox": self.rules[1], "max_steps": self.rules[2],
+            "compiled": bool(tracer.torch_compile),
         }  # fmt: skip
         if self.kernel == "numba":
             configure_numba(tracer)
