@@ -34,7 +34,7 @@ def test_bc_learns_a_constant_action_in_both_modes(squash: str) -> None:
     )
     policy = NaviPolicy(config.model_copy(update={"action_squash": squash}))
     data = constant_demos()
-    bc = BCConfig(epochs=30, sequence_length=8, streams=4, learning_rate=3e-2)
+    bc = BCConfig(epochs=30, sequence_length=8, streams=4, learning_rate=1e-2)
     history = train_bc(
         policy, data, data.select_episodes(torch.tensor([0])), bc, torch.Generator().manual_seed(0)
     )

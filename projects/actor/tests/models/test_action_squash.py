@@ -125,7 +125,8 @@ def test_clip_mode_draws_and_scores_exactly_as_before() -> None:
     """Clip is the old policy bit for bit: the sample is mean + std * N(0, 1) from the same draws, its
     log-prob the Gaussian's, and a tanh policy with the same weights and seed draws the same raw u."""
     obs, starts = torch.rand(8, 3, AZ, EL), torch.ones(8, dtype=torch.bool)
-    clip, tanh = small("clip", init_log_std=0.5), small("tanh", init_log_std=0.5)
+    # forward mean 0: the same weights in both modes (otherwise tanh starts at atanh of it)
+    clip, tanh = (small(mode, init_log_std=0.5, init_forward_mean=0.0) for mode in ("clip", "tanh"))
     torch.manual_seed(7)
     acted = clip.act(obs, clip.initial_state(8), starts)
     torch.manual_seed(7)
@@ -148,3 +149,12 @@ def test_chunk_means_are_squashed_like_the_action() -> None:
     chunk = PolicyStepper(policy, 2, deterministic=True).act_chunk(obs)
     assert acted.action_chunk is not None
     torch.testing.assert_close(chunk, torch.tanh(acted.action_chunk))
+
+
+def test_the_initial_forward_action_is_the_executed_one_in_both_modes() -> None:
+    for squash in ("clip", "tanh"):
+        policy = small(squash, init_forward_mean=0.5)
+        obs = torch.rand(4, 3, AZ, EL)
+        acted = policy.act(obs, policy.initial_state(4), torch.ones(4, dtype=torch.bool), deterministic=True)
+        flown = policy.physics_action(acted.action)[:, 0]
+        torch.testing.assert_close(flown, torch.full((4,), 0.5), atol=0.02, rtol=0)  # gain 0.01 weights

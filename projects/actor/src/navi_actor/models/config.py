@@ -51,7 +51,8 @@ class PolicyConfig(BaseModel):
         default=0.5,
         ge=-1.0,
         le=1.0,
-        description="Initial mean of the forward action: an untrained drone cruises instead of hovering.",
+        description="Initial mean of the forward action: an untrained drone cruises instead of hovering "
+        "(the executed action; with action_squash=tanh the raw mean starts at its atanh).",
     )
     log_std_min: float = Field(default=-5.0, description="Lower clamp of the action log-std.")
     log_std_max: float = Field(default=1.0, description="Upper clamp of the action log-std.")

@@ -26,6 +26,7 @@ from navi_actor.models.heads import (
     action_entropy,
     action_log_prob,
     physics_action,
+    raw_action,
 )
 from navi_actor.models.observation_scaling import scale_observation
 
@@ -71,7 +72,8 @@ class NaviPolicy(nn.Module):
             cfg.action_dim,
             cfg.init_log_std,
             (cfg.log_std_min, cfg.log_std_max),
-            init_forward_mean=cfg.init_forward_mean,
+            # the setting is the executed forward action: a tanh policy starts at its atanh
+            init_forward_mean=float(raw_action(torch.tensor(cfg.init_forward_mean), cfg.action_squash)),
             state_dependent_std=cfg.log_std_mode == "state",
             action_chunk=cfg.action_chunk,
         )
