@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from navi_actor.bc import BCConfig, load_demonstrations, split_episodes, train_bc
-from navi_actor.models import NaviPolicy, PolicyConfig, clip_action
+from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_auditor.demos.batch_recorder import record_autopilot_batch
 from navi_auditor.explorer.autopilot import Autopilot
 from navi_auditor.settings import AutopilotSettings
@@ -91,7 +91,7 @@ def fly(
         expert = teacher(obs)
         if pilot == "bc":
             out = policy.act(obs, state, starts, deterministic=True)
-            state, action = out.state, clip_action(out.action)
+            state, action = out.state, policy.physics_action(out.action)
             imitation += (action - expert).square().mean()
         elif pilot == "random":
             action = torch.rand(B, 4, generator=generator, device=device) * 2 - 1

@@ -156,5 +156,6 @@ def test_help_explains_the_train_options(tmp_path: Path) -> None:
         "--gmdag-file",
         "--corpus",
         "--telemetry-endpoint",
+        "--action-squash",
     ):
         assert option in text

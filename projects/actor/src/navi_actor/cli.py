@@ -94,7 +94,8 @@ def main() -> None:
 
 TRAIN_FIELDS = ("train.total_steps", "train.max_minutes", "rollout.rollout_length", "encoder_backend",
                 "temporal_core", "train.seed", "telemetry.keys", "train.backend", "distributed.address",
-                "distributed.num_workers", "distributed.learners", "train.logger")  # fmt: skip
+                "distributed.num_workers", "distributed.learners", "train.logger",
+                "policy.action_squash")  # fmt: skip
 """Settings ``train`` exposes as ``--<field>``; a new one needs only its path here."""
 TRAIN_GROUPED = ("checkpoint.every_steps", "checkpoint.keep", "telemetry.endpoint")
 """Settings ``train`` exposes as ``--<group>-<field>`` (the field's name alone says too little)."""

@@ -118,3 +118,15 @@ def test_retention_keeps_the_newest(tmp_path: Path) -> None:
     deleted = prune_checkpoints(tmp_path, keep=2)
     assert sorted(p.name for p in deleted) == ["step_000000000005.pt", "step_000000000020.pt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step_000000000100.pt", "step_000000007000.pt"]
+
+
+def test_the_action_squash_travels_and_old_checkpoints_read_as_clip(tmp_path: Path) -> None:
+    tanh = SMALL.model_copy(update={"action_squash": "tanh"})
+    checkpoint = make_checkpoint()
+    checkpoint.policy_config = tanh
+    saved = save_checkpoint(checkpoint, tmp_path / "tanh.pt")
+    assert load_checkpoint(saved).policy_config.action_squash == "tanh"
+    payload = checkpoint.to_payload()
+    payload["policy_config"] = SMALL.model_dump_json(exclude={"action_squash"})  # written before the field
+    torch.save(payload, tmp_path / "old.pt")
+    assert load_checkpoint(tmp_path / "old.pt").policy_config.action_squash == "clip"

@@ -12,16 +12,18 @@ from structlog.testing import capture_logs
 from navi_actor.checkpoints import Checkpoint, CheckpointError, save_checkpoint
 from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import PolicyStepper, build_policy, resolve_policy_source
-from navi_actor.models import NaviPolicy, PolicyConfig, clip_action
+from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.registry import ModelRegistry
 
 pytestmark = pytest.mark.usefixtures("uncached_loggers")
 
 
-@pytest.mark.parametrize("core", ["gru", "mamba2"])
-def test_stepper_matches_the_trainers_acting_loop(core: str, small_policy: Callable[..., NaviPolicy]) -> None:
-    """Oracle: policy.act with state + episode-start masks, clip before physics (RolloutCollector)."""
-    policy = small_policy(core)
+@pytest.mark.parametrize(("core", "squash"), [("gru", "clip"), ("mamba2", "clip"), ("gru", "tanh")])
+def test_stepper_matches_the_trainers_acting_loop(
+    core: str, squash: str, small_policy: Callable[..., NaviPolicy]
+) -> None:
+    """Oracle: policy.act with state + episode-start masks, clamp (or tanh) before physics."""
+    policy = small_policy(core, action_squash=squash)
     env_a, env_b = PointGoalEnv(3, max_steps=7), PointGoalEnv(3, max_steps=7)
     obs_a, obs_b = env_a.reset(5), env_b.reset(5)
     stepper = PolicyStepper(policy, 3, deterministic=True)
@@ -30,7 +32,7 @@ def test_stepper_matches_the_trainers_acting_loop(core: str, small_policy: Calla
     ended = 0
     for _ in range(20):
         acted = policy.act(obs_b, state, episode_start, deterministic=True)
-        expected = clip_action(acted.action)
+        expected = acted.action.clamp(-1.0, 1.0) if squash == "clip" else torch.tanh(acted.action)
         actions = stepper.act(obs_a)
         assert torch.equal(actions, expected)
         step_a, step_b = env_a.step(actions), env_b.step(expected)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from navi_actor.models import ENCODER_BACKENDS, TEMPORAL_CORES, NaviPolicy, PolicyConfig, clip_action
+from navi_actor.models import ENCODER_BACKENDS, TEMPORAL_CORES, NaviPolicy, PolicyConfig
 
 AZ, EL = 32, 8
 
@@ -95,12 +95,12 @@ def test_no_behaviour_difference_between_train_and_eval_mode() -> None:
         torch.testing.assert_close(trained.state, evaluated.state)
 
 
-def test_sampled_actions_are_raw_and_clip_bounds_them() -> None:
+def test_sampled_actions_are_raw_and_physics_action_clips_them() -> None:
     policy = small_policy("rayvit", "gru", init_log_std=1.0)
     out = policy.act(torch.rand(64, 3, AZ, EL), policy.initial_state(64), torch.ones(64, dtype=torch.bool))
     assert out.action.abs().max() > 1.0  # std e^1: the raw sample leaves [-1, 1] ...
-    clipped = clip_action(out.action)
-    assert clipped.abs().max() <= 1.0  # ... and clip_action brings it back for physics
+    clipped = policy.physics_action(out.action)
+    assert clipped.abs().max() <= 1.0  # ... and the default (clip) physics_action brings it back
     inside = out.action.abs() <= 1
     torch.testing.assert_close(clipped[inside], out.action[inside])
 

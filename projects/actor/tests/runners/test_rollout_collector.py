@@ -83,3 +83,26 @@ def test_update_record_carries_active_actors_and_actor0_scene_for_the_dashboard(
     record = update_record(TrainingCounters(), stats, result, 1.0)
     assert record["charts/active_actors"] == 3.0
     assert record["charts/scene"] == 7.0
+
+
+def test_a_tanh_policy_executes_the_squashed_sample_and_stores_the_raw_one() -> None:
+    torch.manual_seed(0)
+    env = RecordingEnv(3, azimuth=16, elevation=8, max_steps=5)
+    config = PolicyConfig(
+        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
+        init_log_std=1.0, action_squash="tanh",
+    )  # fmt: skip
+    policy = NaviPolicy(config)
+    storage = RolloutStorage(
+        16, 3, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
+    )
+    RolloutCollector(env, policy, storage, seed=0).collect(0.99, 0.95)
+    executed = torch.stack(env.received)
+    assert storage.actions.abs().max() > 1.0 and executed.abs().max() <= 1.0
+    inside = storage.actions.abs() < 9.0  # beyond, float32 tanh rounds to exactly +-1
+    assert (executed[inside].abs() < 1.0).all()
+    assert torch.equal(executed, torch.tanh(storage.actions))
+    evaluation = policy.evaluate_sequences(
+        storage.obs, storage.actions, storage.sequence_states[0], storage.episode_starts
+    )
+    assert (evaluation.log_prob - storage.log_probs).abs().max() < 1e-4  # stored log-probs rescore exactly

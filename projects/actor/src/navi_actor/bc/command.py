@@ -40,7 +40,7 @@ def imitation_report(history: BCHistory) -> tuple[str, str | None]:
 
 BC_FIELDS = ("bc.demonstrations", "bc.epochs", "bc.sequence_length", "bc.streams", "bc.learning_rate",
              "bc.holdout_fraction", "bc.log_std", "encoder_backend", "temporal_core", "train.device",
-             "train.seed", "train.torch_threads", "train.artifacts_dir")  # fmt: skip
+             "train.seed", "train.torch_threads", "train.artifacts_dir", "policy.action_squash")  # fmt: skip
 """Settings ``bc-pretrain`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
 
 

@@ -10,8 +10,14 @@ A policy with a chunk head (``policy.action_chunk`` H > 1) also fits its H-1 lat
 demonstrated actions of the next ticks (masked where the episode or the window ends), weighted by
 ``bc.chunk_coef``; their squared error is reported as ``train_chunk_mse``.
 
-Demonstrated actions are the clipped, executed actions in [-1, 1]; the policy's raw Gaussian mean
-is fitted to them directly, the same space the PPO rollout clips its samples into.
+Demonstrated actions are the executed actions in [-1, 1]. The policy is scored on the raw action
+that executes them (``models.raw_action`` for its ``action_squash``): with ``clip`` the demonstration
+itself, so the raw Gaussian mean is fitted to it directly (the space PPO clips its samples into);
+with ``tanh`` its ``atanh`` (clamped 0.01 inside the bounds), and the loss is the log-probability of
+the demonstrated action under the squashed distribution, whose Jacobian term does not depend on the
+weights: the raw mean is fitted to ``atanh(a)``, so the deployed ``tanh(mean)`` is ``a``. The chunk
+head's later outputs, raw means as well, are fitted to the same raw targets. The reported MSEs
+compare the physics mean action (clamped or squashed, what a deployed drone flies) with ``a``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import torch
 from navi_actor.algorithms.losses import chunk_prediction_loss
 from navi_actor.bc.config import BCConfig
 from navi_actor.bc.dataset import DemoData, stream_indices
-from navi_actor.models import NaviPolicy
+from navi_actor.models import NaviPolicy, raw_action
 
 log = structlog.get_logger()
 
@@ -65,7 +71,8 @@ def _windows(data: DemoData, index: torch.Tensor, starts: torch.Tensor, length: 
 
 
 def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) -> float:
-    """Mean squared error of the policy mean vs demonstrated actions, state carried through episodes.
+    """Mean squared error of the policy's physics mean action vs demonstrated actions, state carried
+    through episodes.
 
     Args:
         policy: the policy (evaluated without gradients).
@@ -82,9 +89,9 @@ def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) 
     total, count = torch.zeros((), device=device), 0
     with torch.no_grad():
         for obs, actions, resets in _windows(data, index, starts, length, device):
-            out = policy.evaluate_sequences(obs, actions, state, resets)
+            out = policy.evaluate_sequences(obs, raw_action(actions, policy.action_squash), state, resets)
             state = out.final_state
-            total += (out.action_mean - actions).square().sum()
+            total += (policy.physics_action(out.action_mean) - actions).square().sum()
             count += actions.numel()
     return float(total) / max(count, 1)
 
@@ -123,11 +130,12 @@ def train_bc(
         chunk_sum = torch.zeros((), device=device)
         policy.train()
         for obs, actions, resets in _windows(train, index, starts, config.sequence_length, device):
-            out = policy.evaluate_sequences(obs, actions, state, resets)
+            targets = raw_action(actions, policy.action_squash)
+            out = policy.evaluate_sequences(obs, targets, state, resets)
             state = out.final_state.detach()  # truncated BPTT: carry the state, cut the graph
             loss = -out.log_prob.mean()
             if out.later_means is not None:
-                chunk_loss = chunk_prediction_loss(out.later_means, actions, resets)
+                chunk_loss = chunk_prediction_loss(out.later_means, targets, resets)
                 loss = loss + config.chunk_coef * chunk_loss
                 chunk_sum += chunk_loss.detach()
             optimizer.zero_grad(set_to_none=True)
@@ -135,7 +143,7 @@ def train_bc(
             torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
             optimizer.step()
             nll_sum += loss.detach()
-            mse_sum += (out.action_mean.detach() - actions).square().mean()
+            mse_sum += (policy.physics_action(out.action_mean.detach()) - actions).square().mean()
             windows += 1
         policy.eval()
         history.train_nll.append(float(nll_sum) / windows)

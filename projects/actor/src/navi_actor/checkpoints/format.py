@@ -154,9 +154,11 @@ def stored_policy_config(text: str) -> PolicyConfig:
 
     Checkpoints written before ``input_transform`` existed fed raw observations to the encoder:
     they read as ``none`` (not the new default), so a resumed or evaluated policy computes exactly
-    the function it was trained as.
+    the function it was trained as. Likewise those written before ``action_squash`` clipped their
+    actions: they read as ``clip`` whatever the default becomes.
     """
     values = json.loads(text)
     if isinstance(values, dict):
         values.setdefault("input_transform", "none")
+        values.setdefault("action_squash", "clip")
     return PolicyConfig.model_validate(values)

@@ -24,7 +24,7 @@ from torch import nn
 
 from navi_actor.evaluation import stats
 from navi_actor.evaluation.plan import EpisodePlan, PlannedEnv, make_plan
-from navi_actor.models import clip_action
+from navi_actor.models import physics_action
 
 
 class ActResult(Protocol):
@@ -32,7 +32,7 @@ class ActResult(Protocol):
 
     @property
     def action(self) -> torch.Tensor:
-        """[B, 4] raw action (clipped before the environment)."""
+        """[B, 4] raw action (mapped by ``physics_action`` before the environment)."""
         ...
 
     @property
@@ -46,6 +46,9 @@ class ActingPolicy(Protocol):
 
     A policy with a true ``uses_pose`` attribute also receives ``pose=(position [B,3], yaw [B])``:
     the frontier planner maps what it senses from where it is (its own odometry, no scene map).
+    A policy with an ``action_squash`` attribute (:class:`~navi_actor.models.NaviPolicy`) has its raw
+    actions mapped by that mode (``tanh``: the mean action flown is ``tanh(mean)``); the others are
+    clipped.
     """
 
     def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -260,6 +263,7 @@ def evaluate_policy(
     episode_start = torch.ones(B, dtype=torch.bool, device=device)
     uses_pose = bool(getattr(policy, "uses_pose", False))
     zeros = torch.zeros(B, device=device)
+    squash = str(getattr(policy, "action_squash", "clip"))
     steps = 0
     while bool((episodes.assigned >= 0).any()):
         if steps >= max_env_steps:
@@ -268,7 +272,7 @@ def evaluate_policy(
             )
         extra: dict[str, Any] = {"pose": env.poses()} if uses_pose else {}
         acted = policy.act(obs, state, episode_start, deterministic=deterministic, **extra)
-        action = clip_action(acted.action)
+        action = physics_action(acted.action, squash)
         step = env.step(action)
         done = (step.terminated | step.truncated).to(device)
         info = step.info

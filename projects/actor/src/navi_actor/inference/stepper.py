@@ -1,16 +1,16 @@
 """``PolicyStepper``: the one acting path shared by ``navi-actor infer`` and the brain service.
 
 It is the trainer's acting step (``NaviPolicy.act`` with the recurrent state and episode-start mask,
-then ``clip_action`` before physics, as in ``RolloutCollector.collect``) with the state kept between
-calls. The in-process runner and the service loops differ only in where observations come from, so
-the same checkpoint, seed and scene give the same actions on both paths.
+then ``NaviPolicy.physics_action`` before physics, as in ``RolloutCollector.collect``) with the state
+kept between calls. The in-process runner and the service loops differ only in where observations
+come from, so the same checkpoint, seed and scene give the same actions on both paths.
 """
 
 from __future__ import annotations
 
 import torch
 
-from navi_actor.models import ActOutput, NaviPolicy, clip_action
+from navi_actor.models import ActOutput, NaviPolicy
 
 
 class PolicyStepper:
@@ -74,22 +74,24 @@ class PolicyStepper:
             obs: ``[B, C, Az, El]`` float32 observations (moved to the stepper's device).
 
         Returns:
-            ``[B, 4]`` actions clipped to [-1, 1] (what physics receives), on the stepper's device.
+            ``[B, 4]`` physics actions in [-1, 1] (the policy's clip or tanh of the raw action: what
+            physics receives), on the stepper's device.
         """
-        return clip_action(self._advance(obs).action)
+        return self.policy.physics_action(self._advance(obs).action)
 
     @torch.inference_mode()
     def act_chunk(self, obs: torch.Tensor) -> torch.Tensor:
-        """Like :meth:`act`, but return the whole action chunk ``[B, H, 4]`` clipped to [-1, 1].
+        """Like :meth:`act`, but return the whole action chunk ``[B, H, 4]`` as physics actions.
 
         Entry 0 is exactly what :meth:`act` returns (the sample, or the mean if deterministic); the
-        later entries are the chunk head's mean actions for the next H-1 ticks (H = 1: none).
+        later entries are the chunk head's mean actions for the next H-1 ticks (H = 1: none), mapped
+        like entry 0 (a tanh policy's later means are squashed too).
         """
         acted = self._advance(obs)
         chunk = acted.action[:, None]
         if acted.action_chunk is not None:
             chunk = torch.cat([chunk, acted.action_chunk[:, 1:]], dim=1)
-        return clip_action(chunk)
+        return self.policy.physics_action(chunk)
 
     def end_episodes(self, done: torch.Tensor) -> None:
         """Mark drones whose episode ended (terminated or truncated): their state resets next act.

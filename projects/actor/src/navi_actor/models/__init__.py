@@ -12,7 +12,14 @@ from navi_common.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from navi_actor.models.config import ENCODER_BACKENDS, TEMPORAL_CORES, PolicyConfig
-    from navi_actor.models.heads import clip_action, gaussian_entropy, gaussian_log_prob
+    from navi_actor.models.heads import (
+        action_entropy,
+        action_log_prob,
+        gaussian_entropy,
+        gaussian_log_prob,
+        physics_action,
+        raw_action,
+    )
     from navi_actor.models.policy import ActOutput, NaviPolicy, SequenceEval
 
 _EXPORTS = {
@@ -22,9 +29,12 @@ _EXPORTS = {
     "PolicyConfig": "navi_actor.models.config",
     "SequenceEval": "navi_actor.models.policy",
     "TEMPORAL_CORES": "navi_actor.models.config",
-    "clip_action": "navi_actor.models.heads",
+    "action_entropy": "navi_actor.models.heads",
+    "action_log_prob": "navi_actor.models.heads",
     "gaussian_entropy": "navi_actor.models.heads",
     "gaussian_log_prob": "navi_actor.models.heads",
+    "physics_action": "navi_actor.models.heads",
+    "raw_action": "navi_actor.models.heads",
 }
 __all__ = [
     "ENCODER_BACKENDS",
@@ -33,9 +43,12 @@ __all__ = [
     "NaviPolicy",
     "PolicyConfig",
     "SequenceEval",
-    "clip_action",
+    "action_entropy",
+    "action_log_prob",
     "gaussian_entropy",
     "gaussian_log_prob",
+    "physics_action",
+    "raw_action",
 ]
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 EncoderBackend = Literal["rayvit", "spherical_cnn"]
 TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
 InputTransform = Literal["none", "sqrt_depth", "log_depth"]
+ActionSquash = Literal["clip", "tanh"]
 ENCODER_BACKENDS: tuple[str, ...] = ("rayvit", "spherical_cnn")
 TEMPORAL_CORES: tuple[str, ...] = ("mamba2", "gru", "mambapy")
 INPUT_TRANSFORMS: tuple[str, ...] = ("none", "sqrt_depth", "log_depth")
@@ -50,7 +51,8 @@ class PolicyConfig(BaseModel):
         default=0.5,
         ge=-1.0,
         le=1.0,
-        description="Initial mean of the forward action: an untrained drone cruises instead of hovering.",
+        description="Initial mean of the forward action: an untrained drone cruises instead of hovering "
+        "(the executed action; with action_squash=tanh the raw mean starts at its atanh).",
     )
     log_std_min: float = Field(default=-5.0, description="Lower clamp of the action log-std.")
     log_std_max: float = Field(default=1.0, description="Upper clamp of the action log-std.")
@@ -65,6 +67,12 @@ class PolicyConfig(BaseModel):
         le=64,
         description="Actions per prediction H: besides the current mean action the actor head predicts "
         "the mean actions of the next H-1 ticks (real-time chunked inference); 1: today's policy.",
+    )
+    action_squash: ActionSquash = Field(
+        default="clip",
+        description="How a raw Gaussian action becomes the physics action in [-1, 1]: clip (clamp; a "
+        "mean beyond the range costs nothing) or tanh (squash, with the change-of-variables "
+        "log-probability; the deployed action is tanh(mean)).",
     )
     value_head_init: Literal["orthogonal", "zero"] = Field(
         default="orthogonal", description="Critic output layer initialisation (zero: V = 0 everywhere)."

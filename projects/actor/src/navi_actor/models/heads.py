@@ -5,8 +5,18 @@ range), so exploration noise is a slowly learned global quantity. ``log_std_mode
 it from the features instead (a linear map starting at zero weights, i.e. at the global value), so a
 policy can be sure where it knows what to do and noisy where it does not: then the noise is not the
 only thing that makes it explore, and its mean action (how it is deployed) carries the behaviour.
-Sampled actions are *raw*: log-probabilities refer to the unclipped sample, and
-:func:`clip_action` maps them into the physics range [-1, 1] at the call site.
+Sampled actions are *raw*: the Gaussian sample ``u`` is what rollouts store and what PPO re-scores,
+and :func:`physics_action` is the one map from ``u`` to the physics action in [-1, 1] for the policy's
+``action_squash`` mode (every call site that executes an action goes through it):
+
+* ``clip`` (default): ``clamp(u, -1, 1)``; log-probabilities are the Gaussian density of ``u``. A
+  mean far beyond the range executes the same as one at the bound, so nothing pulls it back: trained
+  policies' yaw mean saturated there and the deployed (mean) drone flew circles.
+* ``tanh``: ``a = tanh(u)``; the deployed mean action is ``tanh(mean)``, and log-probabilities are
+  those of the executed ``a`` by the change of variables,
+  ``log p(a) = log N(u; mean, std) - sum log(1 - tanh(u)^2)`` (:func:`action_log_prob`). The Jacobian
+  term depends on ``u`` only, so it cancels in PPO's ratio of the stored ``u``; it is still part of
+  every reported log-probability and entropy.
 
 ``action_chunk=H > 1`` adds a chunk output: from the same features, the mean actions of the next
 H-1 ticks (a real-time brain executes them while its next inference runs). It is a separate linear
@@ -22,11 +32,49 @@ import torch
 from torch import nn
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_2 = math.log(2.0)
+#: BC targets of tanh policies are ``atanh(clamp(a, -1 + eps, 1 - eps))``: a demonstrated full
+#: command (frontier turns are often exactly +-1) would otherwise ask for an infinite raw mean. With
+#: eps = 0.01 the target is at most 2.65 (executed 0.99): close to the demonstration, yet not so deep
+#: in the saturation that PPO's samples later all execute the same action.
+BC_TANH_EPS = 0.01
+ACTION_SQUASHES: tuple[str, ...] = ("clip", "tanh")
 
 
-def clip_action(action: torch.Tensor) -> torch.Tensor:
-    """Clamp raw actions ``[..., A]`` into the physics range ``[-1, 1]``."""
-    return action.clamp(-1.0, 1.0)
+def _check_squash(squash: str) -> None:
+    if squash not in ACTION_SQUASHES:
+        raise ValueError(f"unknown action_squash {squash!r}; valid choices: {', '.join(ACTION_SQUASHES)}")
+
+
+def physics_action(raw: torch.Tensor, squash: str = "clip") -> torch.Tensor:
+    """The physics action ``[..., A]`` in [-1, 1] for raw Gaussian actions ``[..., A]``.
+
+    The one map from what the policy samples (or its mean) to what is executed, for both modes:
+    ``clip`` clamps, ``tanh`` squashes.
+    """
+    if squash == "tanh":
+        return torch.tanh(raw)
+    _check_squash(squash)
+    return raw.clamp(-1.0, 1.0)
+
+
+def raw_action(action: torch.Tensor, squash: str = "clip") -> torch.Tensor:
+    """The raw action ``[..., A]`` whose physics action is ``action`` (a right inverse of
+    :func:`physics_action`): unchanged for ``clip``; ``atanh`` of the action clamped
+    ``BC_TANH_EPS`` inside the bounds for ``tanh``. Used for demonstrated (BC) actions."""
+    if squash == "tanh":
+        return torch.atanh(action.clamp(-1.0 + BC_TANH_EPS, 1.0 - BC_TANH_EPS))
+    _check_squash(squash)
+    return action
+
+
+def tanh_log_det_jacobian(raw: torch.Tensor) -> torch.Tensor:
+    """``sum log(1 - tanh(u)^2)`` over the last axis, ``[..., A]`` -> ``[...]``, computed stably.
+
+    ``log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))``: exact, and finite for every ``u``, where
+    the direct form is ``log(0) = -inf`` once ``tanh(u)`` rounds to 1 (``|u|`` > 9 in float32).
+    """
+    return (2.0 * (_LOG_2 - raw - nn.functional.softplus(-2.0 * raw))).sum(dim=-1)
 
 
 def gaussian_log_prob(action: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -38,6 +86,44 @@ def gaussian_log_prob(action: torch.Tensor, mean: torch.Tensor, log_std: torch.T
 def gaussian_entropy(log_std: torch.Tensor) -> torch.Tensor:
     """Entropy of a diagonal Gaussian, summed over the last axis: ``[..., A]`` -> ``[...]``."""
     return (0.5 + _LOG_SQRT_2PI + log_std).sum(dim=-1)
+
+
+def action_log_prob(
+    raw: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor, squash: str = "clip"
+) -> torch.Tensor:
+    """Log-probability ``[...]`` of the action executed for the raw sample ``raw [..., A]``.
+
+    ``clip``: the Gaussian log-density of ``raw`` (today's value, bit for bit). ``tanh``: the density
+    of ``tanh(raw)``, i.e. the Gaussian log-density minus :func:`tanh_log_det_jacobian`.
+    """
+    log_prob = gaussian_log_prob(raw, mean, log_std)
+    if squash == "tanh":
+        return log_prob - tanh_log_det_jacobian(raw)
+    _check_squash(squash)
+    return log_prob
+
+
+def action_entropy(
+    raw: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor, squash: str = "clip"
+) -> torch.Tensor:
+    """Entropy ``[...]`` of the executed action's distribution (the PPO entropy bonus).
+
+    ``clip``: the Gaussian entropy (depends on ``log_std`` only; ``raw`` is unused). ``tanh``: a
+    one-sample estimate of the squashed entropy, ``H(u) + sum log(1 - tanh(u)^2)``, at the stored
+    sample ``raw`` reparameterised as ``mean + std * eps`` with ``eps`` fixed (same value, gradients
+    through ``mean`` and ``log_std``). Why not the Gaussian entropy of ``u``: it is blind to
+    saturation (a raw mean of 5 has the entropy of a mean of 0 while every sample executes ~1), and
+    the saturated mean is the failure this mode exists to fix. The estimate is the entropy of what is
+    executed, and its gradient ``-2 tanh(u)`` per axis pulls a saturated mean back towards the range
+    where actions differ; averaged over a rollout drawn from the policy it is unbiased.
+    """
+    entropy = gaussian_entropy(log_std)
+    if squash == "tanh":
+        std = log_std.exp()
+        eps = ((raw - mean) / std).detach()
+        return entropy + tanh_log_det_jacobian(mean + std * eps)
+    _check_squash(squash)
+    return entropy
 
 
 class GaussianActorHead(nn.Module):

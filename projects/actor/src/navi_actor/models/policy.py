@@ -4,6 +4,10 @@ Acting (:meth:`NaviPolicy.act`, one step, O(1) state) and learning
 (:meth:`NaviPolicy.evaluate_sequences`, a window from its stored start state) run the same
 function: stepping ``act`` T times gives the log-probabilities that ``evaluate_sequences`` returns,
 so PPO ratios are exactly 1 before the first gradient step.
+
+Actions are raw Gaussian samples; :meth:`NaviPolicy.physics_action` turns them into what physics
+executes for the configured ``action_squash`` (clip or tanh, :mod:`navi_actor.models.heads`), and the
+log-probabilities are those of that executed action.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from torch import nn
 from navi_actor.models.config import PolicyConfig
 from navi_actor.models.cores import build_core
 from navi_actor.models.encoders import build_encoder
-from navi_actor.models.heads import GaussianActorHead, ValueHead, gaussian_entropy, gaussian_log_prob
+from navi_actor.models.heads import (
+    GaussianActorHead,
+    ValueHead,
+    action_entropy,
+    action_log_prob,
+    physics_action,
+    raw_action,
+)
 from navi_actor.models.observation_scaling import scale_observation
 
 
@@ -24,13 +35,14 @@ from navi_actor.models.observation_scaling import scale_observation
 class ActOutput:
     """Result of one acting step (B drones)."""
 
-    action: torch.Tensor  #: [B, A] raw sample (or mean if deterministic); clip before physics
-    log_prob: torch.Tensor  #: [B] log-probability of ``action`` (the raw sample)
+    action: torch.Tensor  #: [B, A] raw sample (or mean if deterministic); physics_action before physics
+    log_prob: torch.Tensor  #: [B] log-probability of the executed action (Jacobian included for tanh)
     value: torch.Tensor  #: [B] state value
     state: torch.Tensor  #: [B, S] recurrent state after this step
     embedding: torch.Tensor  #: [B, embed_dim] encoder output (for RND / episodic memory)
-    action_mean: torch.Tensor  #: [B, A] Gaussian mean
-    #: [B, H, A] mean actions for this tick and the next H-1 (``[:, 0]`` is ``action_mean``); None if H = 1
+    action_mean: torch.Tensor  #: [B, A] Gaussian mean (raw)
+    #: [B, H, A] raw mean actions for this tick and the next H-1 (``[:, 0]`` is ``action_mean``);
+    #: None if H = 1
     action_chunk: torch.Tensor | None = None
 
 
@@ -38,10 +50,10 @@ class ActOutput:
 class SequenceEval:
     """Re-evaluation of a rollout window ([T, B])."""
 
-    log_prob: torch.Tensor  #: [T, B] log-probabilities of the given actions
-    entropy: torch.Tensor  #: [T, B] policy entropy
+    log_prob: torch.Tensor  #: [T, B] log-probabilities of the given (raw) actions' executed actions
+    entropy: torch.Tensor  #: [T, B] policy entropy (heads.action_entropy)
     value: torch.Tensor  #: [T, B] state values
-    action_mean: torch.Tensor  #: [T, B, A] Gaussian means (behaviour cloning)
+    action_mean: torch.Tensor  #: [T, B, A] raw Gaussian means (behaviour cloning)
     embedding: torch.Tensor  #: [T, B, embed_dim] encoder outputs
     final_state: torch.Tensor  #: [B, S] state after the last step
     later_means: torch.Tensor | None = None  #: [T, B, H-1, A] predicted later mean actions; None if H = 1
@@ -60,12 +72,22 @@ class NaviPolicy(nn.Module):
             cfg.action_dim,
             cfg.init_log_std,
             (cfg.log_std_min, cfg.log_std_max),
-            init_forward_mean=cfg.init_forward_mean,
+            # the setting is the executed forward action: a tanh policy starts at its atanh
+            init_forward_mean=float(raw_action(torch.tensor(cfg.init_forward_mean), cfg.action_squash)),
             state_dependent_std=cfg.log_std_mode == "state",
             action_chunk=cfg.action_chunk,
         )
         self.critic = ValueHead(cfg.embed_dim, zero_init=cfg.value_head_init == "zero")
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
+
+    @property
+    def action_squash(self) -> str:
+        """``clip`` or ``tanh``: how raw actions become physics actions (the evaluator reads it)."""
+        return self.cfg.action_squash
+
+    def physics_action(self, raw: torch.Tensor) -> torch.Tensor:
+        """The physics action in [-1, 1] for raw actions ``[..., A]`` (samples, means or chunks)."""
+        return physics_action(raw, self.cfg.action_squash)
 
     @property
     def state_size(self) -> int:
@@ -111,7 +133,7 @@ class NaviPolicy(nn.Module):
             deterministic: Return the Gaussian mean instead of a sample.
 
         Returns:
-            :class:`ActOutput` with raw (unclipped) actions.
+            :class:`ActOutput` with raw actions (:meth:`physics_action` maps them for physics).
         """
         embedding = self.encode(obs)
         batch = obs.shape[0]
@@ -124,7 +146,7 @@ class NaviPolicy(nn.Module):
         later = self.actor.later_means(features)
         return ActOutput(
             action=action,
-            log_prob=gaussian_log_prob(action, mean, log_std),
+            log_prob=action_log_prob(action, mean, log_std, self.cfg.action_squash),
             value=self.critic(features),
             state=new_state,
             embedding=embedding,
@@ -161,8 +183,8 @@ class NaviPolicy(nn.Module):
         features, final_state = self.core.sequence(embedding, state0, episode_starts)
         mean, log_std = self.actor(features)
         return SequenceEval(
-            log_prob=gaussian_log_prob(actions, mean, log_std),
-            entropy=gaussian_entropy(log_std),
+            log_prob=action_log_prob(actions, mean, log_std, self.cfg.action_squash),
+            entropy=action_entropy(actions, mean, log_std, self.cfg.action_squash),
             value=self.critic(features),
             action_mean=mean,
             embedding=embedding,

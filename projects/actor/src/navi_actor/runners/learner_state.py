@@ -19,6 +19,7 @@ import torch
 from navi_actor.algorithms.ppo import PPOLearner
 from navi_actor.checkpoints import (
     Checkpoint,
+    CheckpointError,
     checkpoint_path,
     load_checkpoint,
     prune_checkpoints,
@@ -37,12 +38,27 @@ from navi_actor.storage import RolloutStorage
 log = structlog.get_logger()
 
 
-def reference_policy(settings: ActorSettings, device: torch.device) -> NaviPolicy | None:
-    """The frozen policy of ``ppo.reference_checkpoint`` for the KL penalty, or None when unused."""
+def reference_policy(
+    settings: ActorSettings, device: torch.device, action_squash: str = "clip"
+) -> NaviPolicy | None:
+    """The frozen policy of ``ppo.reference_checkpoint`` for the KL penalty, or None when unused.
+
+    Its ``action_squash`` must be the trained policy's: the penalty compares both policies'
+    log-probabilities of the same stored raw action, which mean the same executed action only when
+    both map raw to physics actions alike (a clip reference's mean 0.9 is a tanh policy's 0.72).
+
+    Raises:
+        CheckpointError: the reference squashes its actions differently.
+    """
     path = settings.ppo.reference_checkpoint
     if path is None or settings.ppo.reference_kl_coef == 0.0:
         return None
     reference = load_checkpoint(path)
+    if reference.policy_config.action_squash != action_squash:
+        raise CheckpointError(
+            f"ppo.reference_checkpoint {path} has policy.action_squash="
+            f"{reference.policy_config.action_squash!r} but the trained policy uses {action_squash!r}"
+        )
     policy = NaviPolicy(reference.policy_config).to(device)
     policy.load_state_dict(reference.model)
     return policy.eval()
@@ -92,7 +108,8 @@ class LearnerState:
         )
         torch.manual_seed(settings.train.seed)
         policy = NaviPolicy(start.policy_config).to(device)
-        learner = PPOLearner(policy, settings.ppo, reference_policy=reference_policy(settings, device))
+        reference = reference_policy(settings, device, start.policy_config.action_squash)
+        learner = PPOLearner(policy, settings.ppo, reference_policy=reference)
         shuffle = torch.Generator(device=device).manual_seed(settings.train.seed)
         shaping = build_actor_shaping(settings, policy, num_actors, device)
         counters = TrainingCounters()

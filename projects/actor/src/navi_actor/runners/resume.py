@@ -2,8 +2,9 @@
 
 Order: an explicit ``--checkpoint`` wins; otherwise, unless ``--no-auto-resume``, the registry's
 ``latest.pt``; otherwise a fresh policy. The checkpoint's architecture is used unless the user picked
-a different encoder or temporal core explicitly: an explicit checkpoint then fails with a clear
-message, while an auto-resume candidate is skipped (the user asked for another model).
+a different encoder, temporal core or ``policy.action_squash`` explicitly: an explicit checkpoint
+then fails with a clear message, while an auto-resume candidate is skipped (the user asked for
+another model). A checkpoint's own action squash travels with it when none is asked for.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ def _conflict(
         stored = getattr(checkpoint.policy_config, name)
         if value is not None and value != stored:
             return f"it was trained with {name}={stored!r} but {value!r} was requested"
+    if "action_squash" in settings.policy.model_fields_set:  # set explicitly (option, environment)
+        stored, wanted = checkpoint.policy_config.action_squash, settings.policy.action_squash
+        if wanted != stored:
+            return f"it was trained with policy.action_squash={stored!r} but {wanted!r} was requested"
     stored_shape = (checkpoint.policy_config.azimuth, checkpoint.policy_config.elevation)
     if stored_shape != tuple(observation_shape[1:]):
         return (

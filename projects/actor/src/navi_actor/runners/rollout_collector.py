@@ -16,7 +16,7 @@ import torch
 
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.envs.protocol import VectorEnv, VectorStep
-from navi_actor.models import ActOutput, NaviPolicy, clip_action
+from navi_actor.models import ActOutput, NaviPolicy
 from navi_actor.storage.rollout_storage import RolloutStorage
 
 
@@ -110,7 +110,7 @@ class RolloutCollector:
                     value=acted.value,
                 )
             with timer.stage("env"):
-                step = self.env.step(clip_action(acted.action))
+                step = self.env.step(self.policy.physics_action(acted.action))
             with timer.stage("shaping"):
                 reward, terms = self._shape(step, acted)
             with timer.stage("bootstrap"):

@@ -16,7 +16,7 @@ import torch
 from navi_actor.algorithms.ppo import AuxiliaryStep
 from navi_actor.config import ActorSettings
 from navi_actor.envs.protocol import VectorStep
-from navi_actor.models import ActOutput, NaviPolicy, clip_action
+from navi_actor.models import ActOutput, NaviPolicy, physics_action
 from navi_actor.runners.rollout_collector import RewardShaping
 from navi_actor.shaping.reward_shaper import RewardShaper
 from navi_actor.storage.rollout_storage import SequenceBatch
@@ -30,10 +30,11 @@ class ShaperHook:
     Args:
         shaper: the reward shaper (owns RND and the episodic memory).
         global_step: environment steps so far (drives the novelty anneal; restored on resume).
+        squash: the policy's ``action_squash``: the spin term sees the executed yaw, not the raw one.
     """
 
-    def __init__(self, shaper: RewardShaper, global_step: int = 0) -> None:
-        self.shaper, self.global_step = shaper, global_step
+    def __init__(self, shaper: RewardShaper, global_step: int = 0, squash: str = "clip") -> None:
+        self.shaper, self.global_step, self.squash = shaper, global_step, squash
 
     def __call__(
         self, obs: torch.Tensor, step: VectorStep, acted: ActOutput, episode_start: torch.Tensor
@@ -47,7 +48,7 @@ class ShaperHook:
             env_reward=step.reward,
             speed=speed if speed is not None else torch.zeros_like(step.reward),
             step=self.global_step,
-            yaw=clip_action(acted.action)[:, 3],
+            yaw=physics_action(acted.action, self.squash)[:, 3],
         )
         self.global_step += int(step.reward.shape[0])
         return terms["total"] - terms["env"], {name: terms[name] for name in _LOGGED_TERMS}
@@ -96,7 +97,7 @@ def build_actor_shaping(
     def train_predictor(batch: SequenceBatch) -> torch.Tensor:
         return rnd.update(batch.obs.flatten(0, 1))  # [L, M, 3, Az, El] -> [L*M, 3, Az, El]
 
-    hook = ShaperHook(shaper)
+    hook = ShaperHook(shaper, squash=policy.action_squash)
     return ActorShaping(
         reward=hook,
         auxiliary_step=train_predictor,

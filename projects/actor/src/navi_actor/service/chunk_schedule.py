@@ -142,6 +142,8 @@ def merge_schedules(
     if blend and overlap > 0:
         weights = blend_weights(overlap, actions.device)[None, :, None]
         old = previous.actions[:, start - previous.start : start - previous.start + overlap]
+        # both schedules hold physics actions (the stepper's physics_action: clip or tanh), so the
+        # convex blend stays in [-1, 1]; the clamp only guards against rounding
         mixed = (weights * old + (1.0 - weights) * actions[:, :overlap]).clamp(-1.0, 1.0)
         actions = torch.cat([mixed, actions[:, overlap:]], dim=1)
     kept_from = max(upcoming_tick, previous.start)
