@@ -167,7 +167,14 @@ def march_rays(
     n = origins.shape[0]
     t = torch.zeros(n, device=origins.device, dtype=origins.dtype)
     hit = torch.zeros(n, device=origins.device, dtype=torch.bool)
-    state = (t, torch.zeros_like(t), torch.full_like(t, -1.0), t_max.clone(), hit, torch.zeros_like(hit))
+    state: tuple[torch.Tensor, ...] = (
+        t,
+        torch.zeros_like(t),
+        torch.full_like(t, -1.0),
+        t_max.clone(),
+        hit,
+        torch.zeros_like(hit),
+    )
     iteration = compiled_march_iteration() if compiled else march_iteration
     for it in range(max_steps):
         state = iteration(state, ray, atlas)
