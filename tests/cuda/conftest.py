@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,16 @@ def exact_float32() -> Iterator[None]:
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     yield
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+
+
+@pytest.fixture(scope="session")
+def tiny_scene(accel_device: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A procedural apartment compiled at 32^3 into a ``.gmdag`` file (a few seconds, once)."""
+    from navi_environment.corpus.settings import CompileSettings
+    from navi_environment.corpus.sources import compile_source
+    from navi_environment.gmdag.writer import write_gmdag
+
+    compiled = compile_source("procedural:apartment:seed=3", CompileSettings(), resolution=32)
+    path = tmp_path_factory.mktemp("scene") / "apartment.gmdag"
+    write_gmdag(compiled.asset, path)
+    return path
