@@ -75,9 +75,13 @@ def assert_state_close(accel: SdfDagBackend, cpu: SdfDagBackend, what: str) -> N
         got, want = getattr(accel, name).cpu(), getattr(cpu, name)
         assert torch.allclose(got, want, atol=1e-3), f"{what}: {name} max diff {(got - want).abs().max():.3g}"
     assert torch.allclose(accel.yaw.cpu(), cpu.yaw, atol=1e-4), f"{what}: yaw"
-    assert torch.equal(accel.atlas_ids.cpu(), cpu.atlas_ids) and torch.equal(accel.scene_index.cpu(), cpu.scene_index)
+    assert torch.equal(accel.atlas_ids.cpu(), cpu.atlas_ids) and torch.equal(
+        accel.scene_index.cpu(), cpu.scene_index
+    )
     for name in ("length", "episodes_in_scene"):
-        assert torch.equal(getattr(accel.episodes, name).cpu(), getattr(cpu.episodes, name)), f"{what}: {name}"
+        assert torch.equal(getattr(accel.episodes, name).cpu(), getattr(cpu.episodes, name)), (
+            f"{what}: {name}"
+        )
     assert torch.allclose(accel.episodes.episode_return.cpu(), cpu.episodes.episode_return, atol=2e-2), what
     assert torch.equal(accel.rewards.visited.cpu(), cpu.rewards.visited), f"{what}: visited cells"
     assert torch.allclose(accel.rewards.best_distance.cpu(), cpu.rewards.best_distance, atol=1e-3), what

@@ -77,16 +77,20 @@ def test_learning_on_the_accelerator_matches_the_cpu_and_its_own_acting(core: st
     for key in ("log_prob", "entropy", "value", "action_mean", "final_state"):
         value = getattr(got, key)
         assert value.device.type == dev.type
-        torch.testing.assert_close(value.detach().cpu(), getattr(ref, key).detach(), **TOL, msg=f"{core}: {key}")
+        torch.testing.assert_close(
+            value.detach().cpu(), getattr(ref, key).detach(), **TOL, msg=f"{core}: {key}"
+        )
     # the learner's gradients on the device are the CPU's
-    for policy, evaluation in ((cpu, ref), (accel, got)):
+    for evaluation in (ref, got):
         (evaluation.log_prob.mean() + evaluation.value.square().mean()).backward()
     for (name, p_cpu), p_dev in zip(cpu.named_parameters(), accel.parameters(), strict=True):
         if p_cpu.grad is None:
             assert p_dev.grad is None, name
             continue
         assert p_dev.grad is not None and torch.isfinite(p_dev.grad).all(), name
-        torch.testing.assert_close(p_dev.grad.cpu(), p_cpu.grad, atol=1e-4, rtol=2e-3, msg=f"{core}: grad {name}")
+        torch.testing.assert_close(
+            p_dev.grad.cpu(), p_cpu.grad, atol=1e-4, rtol=2e-3, msg=f"{core}: grad {name}"
+        )
     # on the device, stepping `act` gives what `evaluate_sequences` re-evaluates (PPO ratio 1)
     dev_obs, dev_starts, dev_state0 = obs.to(dev), starts.to(dev), state0.to(dev)
     acted = step_through(accel, dev_obs, dev_starts, dev_state0)

@@ -68,7 +68,9 @@ def evaluate_on(artifacts: Path, checkpoint: Path, device: str, *where: str) -> 
     return block  # type: ignore[no-any-return]
 
 
-def test_train_on_the_point_env_then_evaluate_and_resume_on_the_cpu(tmp_path: Path, accel_device: str) -> None:
+def test_train_on_the_point_env_then_evaluate_and_resume_on_the_cpu(
+    tmp_path: Path, accel_device: str
+) -> None:
     """The default core (mamba2) trains on the accelerator; the CPU evaluates and continues it."""
     trained = invoke(tmp_path, "train", *POINT, "--device", accel_device, "--total-steps", "64",
                      "--rollout-length", "16", "--no-telemetry", "--seed", "1")  # fmt: skip
@@ -107,9 +109,14 @@ def test_train_on_a_real_scene_then_evaluate_on_both(
 def write_recording(path: Path, frames: int, seed: int) -> None:
     """A demonstration file of the recorder's format (random walk depths, a depth-following pilot)."""
     rng = np.random.default_rng(seed)
-    depth = np.clip(np.cumsum(rng.random((frames, AZ, EL)) - 0.5, axis=0) * 0.1 + 0.5, 0, 1).astype(np.float32)
+    depth = np.clip(np.cumsum(rng.random((frames, AZ, EL)) - 0.5, axis=0) * 0.1 + 0.5, 0, 1).astype(
+        np.float32
+    )
     obs = np.stack([depth, np.zeros_like(depth), (depth < 1).astype(np.float32)], axis=1)
-    ahead, side = depth[:, :2].mean(axis=(1, 2)), depth[:, 2:6].mean(axis=(1, 2)) - depth[:, -6:-2].mean(axis=(1, 2))
+    ahead, side = (
+        depth[:, :2].mean(axis=(1, 2)),
+        depth[:, 2:6].mean(axis=(1, 2)) - depth[:, -6:-2].mean(axis=(1, 2)),
+    )
     actions = np.clip(np.stack([2 * ahead - 1, 0 * ahead, side, 3 * side], axis=1), -1, 1).astype(np.float32)
     np.savez(
         path, observations=obs, actions=actions, episode_starts=np.arange(frames) % 40 == 0,
