@@ -56,3 +56,30 @@ def test_bench_tracer_times_the_tracer_on_the_accelerator(accel_device: str) -> 
     assert (
         report["ms_per_step_2"] > 0 and report["ms_per_step_4"] > 0 and report["step_device"] == accel_device
     )
+
+
+def test_stage_timer_counts_the_queued_work_not_the_launches(accel_device: str) -> None:
+    """With CUDA events (on CUDA) a stage's seconds are its GPU work: about the synchronised wall
+    time, where a host clock would have seen only the kernel launches."""
+    import time
+
+    import torch
+
+    from navi_actor.algorithms.stage_timer import StageTimer
+
+    dev = torch.device(accel_device)
+    size = 4096 if dev.type == "cuda" else 256
+    x = torch.randn(size, size, device=dev) / size**0.5
+    timer = StageTimer(use_cuda_events=dev.type == "cuda")
+    assert timer.use_cuda_events == (dev.type == "cuda")
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    with timer.stage("matmul"):
+        for _ in range(30):
+            x = torch.tanh(x @ x)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    wall = time.perf_counter() - start
+    seconds = timer.totals()["matmul"]
+    assert 0.5 * wall <= seconds <= 1.1 * wall + 1e-3, (seconds, wall)
