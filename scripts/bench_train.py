@@ -16,7 +16,14 @@ Prints ONE JSON line. The run is the default trainer (default policy: rayvit + m
 
 Targets (2 CPU cores): >= 50 steps/s end to end; update efficiency >= 0.40.
 
+On CUDA (``--device cuda``) the clocks are wall clocks read after ``torch.cuda.synchronize()`` (work
+is queued asynchronously; process CPU time would count the host only), the environment/policy split
+comes from CUDA events (the collector's stage timer), and the update's FLOP rate is compared with a
+dense float32 matmul on the same GPU, per wall second. ``--num-actors`` sets the batch of drones
+(GPUs want hundreds).
+
     uv run python scripts/bench_train.py [--gmdag-file F] [--iterations 2] [--threads 2] [--device cpu]
+        [--num-actors N] [--temporal-core gru]
 """
 
 from __future__ import annotations
@@ -40,16 +47,33 @@ TARGET_STEPS_PER_SECOND = 50.0
 TARGET_EFFICIENCY = 0.40
 
 
-def matmul_flops_per_cpu_second(size: int = 512, repeats: int = 20) -> float:
-    """Best dense float32 ``size x size`` matmul rate in FLOPs per process-CPU second."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
+def synchronize(device: torch.device) -> None:
+    """Wait for queued CUDA work before a clock is read (nothing to wait for on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def clock(device: torch.device) -> float:
+    """Seconds for timing work on ``device``: process CPU time on the CPU (on a shared machine it
+    counts the work, not the queueing), synchronised wall time on CUDA (the host only launches)."""
+    if device.type == "cuda":
+        synchronize(device)
+        return time.perf_counter()
+    return time.process_time()
+
+
+def matmul_flops_per_second(device: torch.device, size: int = 512, repeats: int = 20) -> float:
+    """Best dense float32 ``size x size`` matmul rate in FLOPs per :func:`clock` second on ``device``."""
+    if device.type == "cuda":
+        size, repeats = 4096, 50  # enough work per launch to fill the GPU
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     torch.mm(a, b)
     best = float("inf")
     for _ in range(5):
-        started = time.process_time()
+        started = clock(device)
         for _ in range(repeats):
             torch.mm(a, b)
-        best = min(best, (time.process_time() - started) / repeats)
+        best = min(best, (clock(device) - started) / repeats)
     return 2 * size**3 / best
 
 
@@ -72,13 +96,17 @@ def minibatch_flops(runner: OnPolicyRunner) -> int:
 
 
 def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
-    """One collect + update, timed in wall and process-CPU seconds."""
-    rollout = runner.settings.rollout
+    """One collect + update, timed in wall and process-CPU seconds (wall after a device sync)."""
+    rollout, device = runner.settings.rollout, runner.storage.device
+    synchronize(device)
     wall, cpu = time.perf_counter(), time.process_time()
     stats = runner.collector.collect(rollout.gamma, rollout.gae_lambda)
+    synchronize(device)
     collect_wall = time.perf_counter() - wall
     update_wall, update_cpu = time.perf_counter(), time.process_time()
+    update_clock = clock(device)
     result = runner.learner.update(runner.storage, runner.shuffle, runner.shaping.auxiliary_step)
+    update_seconds = clock(device) - update_clock  # synchronises on CUDA: the wall times below are whole
     return {
         "steps": stats.env_steps,
         "wall": time.perf_counter() - wall,
@@ -89,6 +117,7 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
         "shaping": stats.timings.get("shaping", 0.0),
         "update": time.perf_counter() - update_wall,
         "update_cpu": time.process_time() - update_cpu,
+        "update_clock": update_seconds,
         "minibatches": result.epochs_run * runner.settings.ppo.num_minibatches,
     }
 
@@ -99,14 +128,22 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--temporal-core", default=None, help="Override the default core (e.g. gru).")
+@click.option("--num-actors", type=click.IntRange(min=1), default=None, help="Drones per batch [default].")
 def main(
-    gmdag_file: Path | None, iterations: int, threads: int | None, device: str, temporal_core: str | None
+    *,
+    gmdag_file: Path | None,
+    iterations: int,
+    threads: int | None,
+    device: str,
+    temporal_core: str | None,
+    num_actors: int | None,
 ) -> None:
     """Measure the default trainer end to end and print one JSON line."""
     if threads is not None:
         torch.set_num_threads(threads)
     values: dict[str, Any] = {
         "temporal_core": temporal_core,
+        **({"rollout": {"num_actors": num_actors}} if num_actors is not None else {}),
         "environment": {"gmdag_file": gmdag_file},
         "train": {"device": device},
         "telemetry": {"enabled": False},
@@ -118,9 +155,10 @@ def main(
     timed_iteration(runner)  # warm-up: numba compilation, first allocations
     rounds = [timed_iteration(runner) for _ in range(iterations)]
     per_minibatch = minibatch_flops(runner)
-    matmul_rate = matmul_flops_per_cpu_second()
+    torch_device = runner.storage.device
+    matmul_rate = matmul_flops_per_second(torch_device)
     total = {key: sum(r[key] for r in rounds) for key in rounds[0]}
-    update_rate = per_minibatch * total["minibatches"] / max(total["update_cpu"], 1e-9)
+    update_rate = per_minibatch * total["minibatches"] / max(total["update_clock"], 1e-9)
     steps_per_second = total["steps"] / total["wall"]
     policy_cfg = runner.policy.cfg
     print(
@@ -152,6 +190,8 @@ def main(
                 "rollout_length": settings.rollout.rollout_length,
                 "torch_threads": torch.get_num_threads(),
                 "device": device,
+                "gpu": torch.cuda.get_device_name(torch_device) if torch_device.type == "cuda" else None,
+                "flops_clock": "wall, cuda-synchronised" if torch_device.type == "cuda" else "process cpu",
                 "machine": platform.machine(),
                 "cpu_count": __import__("os").cpu_count(),
             }

@@ -92,8 +92,11 @@ class RolloutCollector:
         Returns:
             :class:`RolloutStats` (one host copy for the whole rollout).
         """
-        storage, timer = self.storage, StageTimer()
+        storage = self.storage
         T, B, device = storage.num_steps, self.env.num_actors, storage.device
+        # On CUDA host clocks would charge the policy's queued kernels to the env step that waits for
+        # them; CUDA events time each stage on the device's stream, resolved with one sync at the end.
+        timer = StageTimer(use_cuda_events=device.type == "cuda")
         ended = torch.zeros(5, T, B, device=device)  # done, env return, shaped return, length, coverage
         sums: dict[str, torch.Tensor] = {}
         self.policy.eval()  # no behaviour change, but makes the intent explicit

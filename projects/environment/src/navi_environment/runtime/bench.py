@@ -1,4 +1,9 @@
-"""Backend throughput measurement shared by ``navi-environment bench-sdfdag`` and scripts/bench_tracer.py."""
+"""Backend throughput measurement shared by ``navi-environment bench-sdfdag`` and scripts/bench_tracer.py.
+
+On CUDA the host returns from a launch before the work is done, so every clock read here is preceded
+by :func:`synchronize`: without it a timed loop measures launches, and the work lands in whichever
+later call waits for the device.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,12 @@ import torch
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.scene import RuntimeScene
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA); nothing to wait for on the CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def bench_backend(
@@ -49,11 +60,14 @@ def bench_backend(
     backend.step(actions[0])  # warm-up: kernels compiled or loaded from cache
     best = dict.fromkeys(("step", "cpu_step", "trace", "cpu_trace"), float("inf"))
     in_step = _TraceClock(backend)
+    on = backend.device
     for _ in range(rounds):
         in_step.seconds = 0.0
+        synchronize(on)
         start, cpu_start = time.perf_counter(), time.process_time()
         for action in actions:
             backend.step(action)
+        synchronize(on)
         step_seconds = (time.perf_counter() - start) / steps
         if step_seconds < best["step"]:  # the in-step share of the best step round
             best["in_step_share"] = in_step.seconds / steps / step_seconds
@@ -62,6 +76,7 @@ def bench_backend(
         start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(steps):
             in_step.original(backend.position, backend.yaw, backend.atlas_ids, backend.obs)
+        synchronize(on)
         best["trace"] = min(best["trace"], (time.perf_counter() - start) / steps)
         best["cpu_trace"] = min(best["cpu_trace"], (time.process_time() - cpu_start) / steps)
     return {
@@ -85,17 +100,21 @@ class _TraceClock:
     Why: ``trace_share`` divides a bare trace repeated at the final poses (warm caches, fixed ray
     lengths) by a step whose trace moves through the scene, so it swings from 0.7 to above 1.0 between
     runs; the time the steps themselves spend tracing (the sensor and the re-trace of reset rows) is
-    the share the issue asks about.
+    the share the issue asks about. On CUDA the device is synchronised before and after each trace,
+    so the trace's own work is counted (and not the work queued before it).
     """
 
     def __init__(self, backend: SdfDagBackend) -> None:
         self.original = backend.tracer.trace_sensor
+        self.device = backend.device
         self.seconds = 0.0
         backend.tracer.trace_sensor = self  # type: ignore[method-assign]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        synchronize(self.device)
         start = time.perf_counter()
         try:
             return self.original(*args, **kwargs)
         finally:
+            synchronize(self.device)
             self.seconds += time.perf_counter() - start

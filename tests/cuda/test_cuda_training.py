@@ -1,0 +1,145 @@
+"""``navi-actor train``, ``evaluate`` and ``bc-pretrain`` with ``--device`` the accelerator (click CliRunner).
+
+Tiny budgets: the point environment and one 32^3 compiled scene, a 32 x 8 sensor, 32-wide models.
+What must hold: training finishes and writes a checkpoint; that checkpoint loads on the CPU, is
+evaluated on the accelerator and on the CPU, and a CPU run resumes from it; behaviour cloning runs
+on the accelerator and its checkpoint loads on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner, Result
+
+from navi_actor.bc.command import bc_pretrain
+from navi_actor.checkpoints import load_checkpoint
+from navi_actor.cli import main
+from navi_actor.models import NaviPolicy
+
+AZ, EL = 32, 8
+TINY_ENV = {
+    "NAVI_ENV_SENSOR__AZIMUTH_BINS": str(AZ),
+    "NAVI_ENV_SENSOR__ELEVATION_BINS": str(EL),
+    "NAVI_ENV_EPISODE__MAX_STEPS": "12",
+    "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
+    "NAVI_ACTOR_POLICY__VIT_DIM": "32",
+    "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
+    "NAVI_ACTOR_POLICY__SSM_HEAD_DIM": "16",
+    "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": str(AZ),
+    "NAVI_ACTOR_ENVIRONMENT__POINT_ELEVATION": str(EL),
+    "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
+    "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
+    "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
+}
+POINT = ["--environment-backend", "point", "--num-actors", "2", "--torch-threads", "2"]
+
+pytestmark = pytest.mark.usefixtures("restore_process_state")
+
+
+def invoke(artifacts: Path, *args: str) -> Result:
+    env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(artifacts)}
+    result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def assert_loads_on_cpu(path: Path) -> NaviPolicy:
+    """The checkpoint's tensors load onto the CPU and into a CPU policy."""
+    loaded = load_checkpoint(path, map_location="cpu")
+    assert all(t.device.type == "cpu" for t in loaded.model.values())
+    policy = NaviPolicy(loaded.policy_config)
+    policy.load_state_dict(loaded.model)
+    assert all(torch.isfinite(p).all() for p in policy.parameters())
+    return policy
+
+
+def evaluate_on(artifacts: Path, checkpoint: Path, device: str, *where: str) -> dict:  # type: ignore[type-arg]
+    result = invoke(
+        artifacts, "evaluate", str(checkpoint), *where, "--device", device, "--episodes-per-scene", "2",
+        "--mode", "mean", "--json",
+    )  # fmt: skip
+    (block,) = json.loads(result.output.strip().splitlines()[-1])["results"]
+    assert block["episodes"] == 2 and np.isfinite(block["return"]["value"])
+    return block  # type: ignore[no-any-return]
+
+
+def test_train_on_the_point_env_then_evaluate_and_resume_on_the_cpu(
+    tmp_path: Path, accel_device: str
+) -> None:
+    """The default core (mamba2) trains on the accelerator; the CPU evaluates and continues it."""
+    trained = invoke(tmp_path, "train", *POINT, "--device", accel_device, "--total-steps", "64",
+                     "--rollout-length", "16", "--no-telemetry", "--seed", "1")  # fmt: skip
+    assert "finished: 64 steps" in trained.output
+    checkpoint = max(tmp_path.glob("runs/*/checkpoints/step_*.pt"))
+    policy = assert_loads_on_cpu(checkpoint)
+    assert policy.cfg.temporal_core == "mamba2"
+    for device in (accel_device, "cpu"):
+        evaluate_on(tmp_path, checkpoint, device, *POINT)
+    # a CPU run continues the accelerator's model (weights, optimiser, RNG from the registry's latest)
+    resumed = invoke(tmp_path, "train", *POINT, "--device", "cpu", "--total-steps", "96",
+                     "--rollout-length", "16", "--no-telemetry")  # fmt: skip
+    assert "finished: 96 steps" in resumed.output
+    manifests = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("runs/*/manifest.json"))]
+    assert sorted(m["start_step_id"] for m in manifests) == [0, 64]
+
+
+@pytest.mark.parametrize("core", ["mamba2", "gru"])
+def test_train_on_a_real_scene_then_evaluate_on_both(
+    tmp_path: Path, tiny_scene: Path, accel_device: str, core: str
+) -> None:
+    scene = ["--gmdag-file", str(tiny_scene), "--num-actors", "4", "--torch-threads", "2"]
+    invoke(tmp_path, "train", *scene, "--device", accel_device, "--temporal-core", core,
+           "--total-steps", "128", "--rollout-length", "32", "--no-telemetry")  # fmt: skip
+    checkpoint = max(tmp_path.glob("runs/*/checkpoints/step_*.pt"))
+    manifest = json.loads(next(tmp_path.glob("runs/*/manifest.json")).read_text())
+    assert manifest["observation_shape"] == [3, AZ, EL] and manifest["corpus_summary"]["backend"] == "sdfdag"
+    assert assert_loads_on_cpu(checkpoint).cfg.temporal_core == core
+    record = json.loads(next(tmp_path.glob("runs/*/metrics.jsonl")).read_text().splitlines()[-1])
+    assert all(np.isfinite(v) for k, v in record.items() if k.startswith("loss/") and isinstance(v, float))
+    for device in (accel_device, "cpu"):
+        block = evaluate_on(tmp_path, checkpoint, device, *scene)
+        assert block["length"]["value"] <= 12 and 0.0 <= block["collisions_per_step"]["value"] <= 1.0
+
+
+def write_recording(path: Path, frames: int, seed: int) -> None:
+    """A demonstration file of the recorder's format (random walk depths, a depth-following pilot)."""
+    rng = np.random.default_rng(seed)
+    depth = np.clip(np.cumsum(rng.random((frames, AZ, EL)) - 0.5, axis=0) * 0.1 + 0.5, 0, 1).astype(
+        np.float32
+    )
+    obs = np.stack([depth, np.zeros_like(depth), (depth < 1).astype(np.float32)], axis=1)
+    ahead, side = (
+        depth[:, :2].mean(axis=(1, 2)),
+        depth[:, 2:6].mean(axis=(1, 2)) - depth[:, -6:-2].mean(axis=(1, 2)),
+    )
+    actions = np.clip(np.stack([2 * ahead - 1, 0 * ahead, side, 3 * side], axis=1), -1, 1).astype(np.float32)
+    np.savez(
+        path, observations=obs, actions=actions, episode_starts=np.arange(frames) % 40 == 0,
+        segment_scenes=np.array(["synthetic"]),
+        metadata=np.array(json.dumps({"schema_version": 1, "matrix_shape": [AZ, EL], "pilot": "test"})),
+    )  # fmt: skip
+
+
+def test_bc_pretrain_on_the_accelerator(tmp_path: Path, accel_device: str) -> None:
+    demos = tmp_path / "demos"
+    demos.mkdir()
+    for seed in range(2):
+        write_recording(demos / f"demo-{seed}.npz", 160, seed)
+    out = tmp_path / "bc.pt"
+    env = {key: value for key, value in TINY_ENV.items() if key.startswith("NAVI_ACTOR_POLICY")}
+    result = CliRunner().invoke(
+        bc_pretrain,
+        ["--demonstrations", str(demos), "--device", accel_device, "--epochs", "2", "--sequence-length", "8",
+         "--streams", "4", "--out", str(out), "--torch-threads", "2", "--artifacts-dir", str(tmp_path)],
+        env=env, catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "held-out action MSE" in result.output and "nan" not in result.output
+    loaded = load_checkpoint(out, map_location="cpu")
+    assert loaded.training_source == "bc"
+    assert_loads_on_cpu(out)
