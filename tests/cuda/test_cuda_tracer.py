@@ -35,11 +35,11 @@ def _poses(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(pos).float(), torch.from_numpy(yaw).float()
 
 
-def _tracers(scene: RuntimeScene, accel: str) -> tuple[Tracer, Tracer]:
+def _tracers(scene: RuntimeScene, accel: str, compiled: bool = False) -> tuple[Tracer, Tracer]:
     """(CPU numba tracer, torch tracer on ``accel``): the kernel ``auto`` picks on CUDA, named."""
     atlas = pack_scenes([scene])
     cpu = Tracer(atlas, SENSOR, TracerSettings(), "cpu")
-    fast = Tracer(atlas, SENSOR, TracerSettings(device_kernel="torch"), accel)
+    fast = Tracer(atlas, SENSOR, TracerSettings(device_kernel="torch", torch_compile=compiled), accel)
     assert cpu.kernel == "numba" and fast.kernel == "torch"
     return cpu, fast
 
@@ -51,8 +51,11 @@ def test_auto_picks_the_torch_kernel_on_cuda(scene: RuntimeScene, accel_device: 
     assert all(t.device.type == torch.device(accel_device).type for t in tracer._atlas_t.values())
 
 
-def test_sensor_trace_on_the_accelerator_matches_the_cpu(scene: RuntimeScene, accel_device: str) -> None:
-    cpu, fast = _tracers(scene, accel_device)
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "torch_compile"])
+def test_sensor_trace_on_the_accelerator_matches_the_cpu(
+    scene: RuntimeScene, accel_device: str, compiled: bool
+) -> None:
+    cpu, fast = _tracers(scene, accel_device, compiled)
     pos, yaw = _poses(8, seed=3)
     B = len(pos)
     ids = torch.zeros(B, dtype=torch.int32)
