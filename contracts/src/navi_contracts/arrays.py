@@ -3,8 +3,10 @@
 A wire model declares each numpy field as ``Annotated[np.ndarray, ArraySpec(...)]``. The spec names
 its dimensions symbolically (``("B", "Az", "El")``) so the model can check that every field agrees on
 the batch size and the matrix shape, and it carries the value range the contract promises (e.g. depth
-in [0, 1]). Range checks use ``min``/``max`` rather than boolean masks: two vectorised passes, no
-temporary arrays, and NaN fails them automatically.
+in [0, 1]). Range checks reduce rather than build boolean masks: no temporary arrays, and NaN fails
+them automatically. A float32 range around zero is proven by integer maxima over the bit patterns
+(one for [0, high], two for [low, high]), which beat float ``min``/``max``; only a flagged array pays
+for the exact float pass that finds the offending value for the message.
 """
 
 from __future__ import annotations
@@ -39,23 +41,33 @@ class ArraySpec:
     finite: bool = False
     np_dtype: np.dtype[Any] = field(init=False, repr=False, compare=False)
     wire_dtype: str = field(init=False, repr=False, compare=False)
+    wire_facts: tuple[str, int, int, bool, bool] = field(init=False, repr=False, compare=False)
     named_axes: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
     _fixed: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
     _ranged: bool = field(init=False, repr=False, compare=False)
-    _unsigned_bound: int | None = field(init=False, repr=False, compare=False)
+    _bit_bounds: tuple[int, int | None] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Precomputed once: validate() runs for every array of every decoded message.
         np_dtype = np.dtype(self.dtype)
         object.__setattr__(self, "np_dtype", np_dtype)
         object.__setattr__(self, "wire_dtype", np_dtype.newbyteorder("<").str)
+        # What the decoder checks of a wire array: dtype, rank, item size, batch axis first, bool.
+        facts = (
+            self.wire_dtype,
+            len(self.dims),
+            np_dtype.itemsize,
+            self.dims[:1] == ("B",),
+            np_dtype.kind == "b",
+        )
+        object.__setattr__(self, "wire_facts", facts)
         named = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, str))
         object.__setattr__(self, "named_axes", named)
         fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
         object.__setattr__(self, "_fixed", fixed)
         ranged = self.finite or self.low is not None or self.high is not None
         object.__setattr__(self, "_ranged", ranged and np_dtype.kind in "fiu")  # bools have no range
-        object.__setattr__(self, "_unsigned_bound", _unsigned_bound(self))
+        object.__setattr__(self, "_bit_bounds", _bit_bounds(self))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
         """Validate with :meth:`validate`; no pydantic serialisation (the codec encodes arrays)."""
@@ -128,15 +140,20 @@ class ArraySpec:
                 return
             lowest, highest = min(values), max(values)
         else:
-            # Non-negative float32 bit patterns order like the floats; NaN, infinities and anything
-            # with the sign bit set (negatives, -0.0) read as larger than the bound. One integer
-            # pass accepts [0, high]; only a flagged array pays for the exact check below.
-            bound = self._unsigned_bound  # set only for float32 specs, and array has the spec's dtype
-            if bound is not None and _maximum(array.view(np.uint32), axis=None) <= bound:
+            # Proof by integer maxima over the float32 bit patterns (see _bit_bounds); NaN, infinities
+            # and values outside the range exceed a bound. Only a flagged array pays the exact check.
+            # A 1-D view when there is one: a flat reduction skips the n-d iterator setup.
+            flat = array.reshape(-1) if array.flags.c_contiguous else array
+            bounds = self._bit_bounds  # set only for float32 specs, and array has the spec's dtype
+            if (
+                bounds is not None
+                and _maximum(flat.view(np.uint32), axis=None) <= bounds[0]
+                and (bounds[1] is None or _maximum(flat.view(np.int32), axis=None) <= bounds[1])
+            ):
                 return
             # ufunc.reduce directly (not ndarray.min): this runs on every decoded observation.
-            lowest = float(_minimum(array, axis=None))
-            highest = float(_maximum(array, axis=None))
+            lowest = float(_minimum(flat, axis=None))
+            highest = float(_maximum(flat, axis=None))
             if not (math.isfinite(lowest) and math.isfinite(highest)):
                 raise ValueError("must be finite (found NaN or infinity)")
         if self.low is not None and lowest < self.low:
@@ -145,17 +162,33 @@ class ArraySpec:
             raise ValueError(f"must be <= {self.high}, found {highest}")
 
 
-def _unsigned_bound(spec: ArraySpec) -> int | None:
-    """float32 bit pattern of ``spec.high`` when the range is exactly [0, high] with high exact."""
-    if spec.np_dtype != _FLOAT32 or spec.low != 0.0 or spec.high is None or spec.high < 0:
+def _bit_bounds(spec: ArraySpec) -> tuple[int, int | None] | None:
+    """Bounds on the uint32 and int32 maxima of float32 bit patterns that prove ``low <= x <= high``.
+
+    Non-negative floats order like their bit patterns; a sign bit makes a pattern a large uint32 and a
+    negative int32. So for ``low < 0 <= high`` every value is in range exactly when the uint32
+    maximum is at most ``bits(low)`` (no negative past low, no NaN or -inf) and the int32 maximum at
+    most ``bits(high)`` (no positive past high, no NaN or +inf). For ``low == 0`` the uint32 maximum
+    alone is enough (``-0.0`` is left to the exact check). A missing bound is float32's largest finite
+    value (ranged arrays must be finite). None when the range does not straddle 0 or a bound is not
+    exactly a float32.
+    """
+    if spec.np_dtype != _FLOAT32:
         return None
-    high = np.float32(spec.high)
-    if float(high) != spec.high or not math.isfinite(spec.high):
+    low = -_FLOAT32_MAX if spec.low is None else spec.low
+    high = _FLOAT32_MAX if spec.high is None else spec.high
+    if not (math.isfinite(low) and math.isfinite(high) and low <= 0 <= high):
         return None
-    return int(high.view(np.uint32))
+    if float(np.float32(low)) != low or float(np.float32(high)) != high:
+        return None
+    high_bits = int(np.float32(high).view(np.uint32))
+    if low == 0:
+        return high_bits, None
+    return int(np.float32(low).view(np.uint32)), high_bits
 
 
 _FLOAT32 = np.dtype(np.float32)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SMALL = 64
 _minimum = np.minimum.reduce
 _maximum = np.maximum.reduce

@@ -23,6 +23,7 @@ built in code. Any bad input raises :class:`~navi_contracts.errors.ContractError
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from collections.abc import Iterator, Sequence
@@ -54,6 +55,7 @@ _ARRAY_KEYS = frozenset(("dtype", "shape"))
 _MAGIC = b"NAVI"
 _COUNT = struct.Struct("<4sI")  # magic, frame count
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
+_maximum = np.maximum.reduce
 # Errors a malformed but well-framed header can still provoke (a non-str key passed as a keyword,
 # a number pydantic cannot take...); converted so callers only ever see ContractError.
 _UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
@@ -92,10 +94,10 @@ def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
 
 
 @cache
-def _field_roles(cls: type[WireModel]) -> tuple[tuple[str, ArraySpec | type[WireModel] | None], ...]:
-    """(field name, its ArraySpec, nested model class, or None for a scalar) per field of ``cls``."""
+def _field_roles(cls: type[WireModel]) -> dict[str, ArraySpec | type[WireModel] | None]:
+    """Field name -> its ArraySpec, nested model class, or None for a scalar, for every field of ``cls``."""
     specs, nested = array_specs(cls), nested_models(cls)
-    return tuple((name, specs.get(name) or nested.get(name)) for name in cls.model_fields)
+    return {name: specs.get(name) or nested.get(name) for name in cls.model_fields}
 
 
 def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
@@ -105,7 +107,7 @@ def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
         raise ContractError(f"can only encode wire models, got {cls.__name__}")
     values = model.__dict__
     header: dict[str, Any] = {"kind": cls.WIRE_KIND}
-    for name, role in _field_roles(cls):
+    for name, role in _field_roles(cls).items():
         value = values[name]
         if value is None or role is None:
             header[name] = value
@@ -312,18 +314,16 @@ def _decode_fields(
             f"{where}: {cls.WIRE_KIND} schema_version mismatch: "
             f"expected {cls.SCHEMA_VERSION}, got {version!r}"
         )
-    specs, nested = array_specs(cls), nested_models(cls)
+    roles = _field_roles(cls)
     for name, value in raw.items():
-        if value is None:
-            continue
-        if name in specs:
-            raw[name] = _decode_array(
-                where, name, value, specs[name], limits=limits, frame=next(frames, None)
-            )
-        elif name in nested:
-            raw[name] = _decode_fields(value, nested[name], limits, frames, f"{where}.{name}")
-        elif type(value) is bytes:
-            raise ContractError(f"{where}.{name}: unexpected binary value")
+        role = roles.get(name)
+        if value is None or role is None:
+            if type(value) is bytes:
+                raise ContractError(f"{where}.{name}: unexpected binary value")
+        elif type(role) is ArraySpec:
+            raw[name] = _decode_array(where, name, value, role, limits=limits, frame=next(frames, None))
+        else:
+            raw[name] = _decode_fields(value, role, limits, frames, f"{where}.{name}")
     if len(raw.get("payload") or ()) > limits.max_payload_entries:
         raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
     return raw
@@ -334,30 +334,30 @@ def _decode_array(
 ) -> np.ndarray:
     """Check an array's description against ``spec``, the limits and its frame; view the frame."""
     # Runs for every array of every message: plain checks first, messages only on failure.
-    if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != spec.wire_dtype:
+    wire_dtype, rank, itemsize, batched, is_bool = spec.wire_facts
+    if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != wire_dtype:
         raise _array_error(f"{where}.{name}", raw, spec)
     shape = raw.get("shape")
-    if type(shape) is not list or len(shape) != len(spec.dims):
+    if type(shape) is not list or len(shape) != rank:
         raise _array_error(f"{where}.{name}", raw, spec)
-    count = 1
     for size in shape:
         if type(size) is not int or size < 0:
             raise _array_error(f"{where}.{name}", raw, spec)
-        count *= size
+    count = math.prod(shape)
     if count > limits.max_array_elements:
         raise ContractError(
             f"{where}.{name}: shape {shape} has {count} elements, limit is {limits.max_array_elements}"
         )
-    if spec.dims[0] == "B" and shape[0] > limits.max_batch:
+    if batched and shape[0] > limits.max_batch:
         raise ContractError(f"{where}.{name}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
-    dtype = spec.np_dtype
-    if frame is None or len(frame) != count * dtype.itemsize:
+    if frame is None or len(frame) != count * itemsize:
         got = "no frame" if frame is None else f"{len(frame)} bytes"
         raise ContractError(
-            f"{where}.{name}: frame has {got}, shape {shape} of {dtype.name} needs {count * dtype.itemsize}"
+            f"{where}.{name}: frame has {got}, shape {shape} of {spec.np_dtype.name} needs {count * itemsize}"
         )
-    array: np.ndarray = np.ndarray(shape, dtype, frame)  # zero copy: a read-only view of the frame
-    if dtype.kind == "b" and count and np.maximum.reduce(array.view(np.uint8), axis=None) > 1:
+    array: np.ndarray = np.ndarray(shape, spec.np_dtype, frame)  # zero copy: a read-only view of the frame
+    # The bytes as one flat run: a 1-D reduction skips the n-d iterator setup of ``array``'s.
+    if is_bool and count and _maximum(np.ndarray(count, np.uint8, frame)) > 1:
         raise ContractError(f"{where}.{name}: bool data must be bytes 0 or 1")
     return array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
 
