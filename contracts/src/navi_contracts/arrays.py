@@ -143,7 +143,7 @@ class ArraySpec:
             # Proof by integer maxima over the float32 bit patterns (see _bit_bounds); NaN, infinities
             # and values outside the range exceed a bound. Only a flagged array pays the exact check.
             # A 1-D view when there is one: a flat reduction skips the n-d iterator setup.
-            flat = array.reshape(-1) if array.flags.c_contiguous else array
+            flat = array.ravel() if array.flags.c_contiguous else array
             bounds = self._bit_bounds  # set only for float32 specs, and array has the spec's dtype
             if (
                 bounds is not None
@@ -166,13 +166,11 @@ def _bit_bounds(spec: ArraySpec) -> tuple[int, int | None] | None:
     """Bounds on the uint32 and int32 maxima of float32 bit patterns that prove ``low <= x <= high``.
 
     Non-negative floats order like their bit patterns; a sign bit makes a pattern a large uint32 and a
-    negative int32. So for ``low < 0 <= high`` every value is in range exactly when the uint32
-    maximum is at most ``bits(low)`` (no negative past low, no NaN or -inf) and the int32 maximum at
-    most ``bits(high)`` (no positive past high, no NaN or +inf). For ``low == 0`` the uint32 maximum
-    alone is enough (``-0.0`` is left to the exact check). A missing bound is float32's largest finite
-    value (ranged arrays must be finite). None when the range does not straddle 0 or a bound is not
-    exactly a float32.
-    """
+    negative int32. So for ``low < 0 <= high`` all values are in range exactly when the uint32 maximum
+    is at most ``bits(low)`` (no negative past low, no -NaN, -inf) and the int32 maximum at most
+    ``bits(high)`` (no positive past high, no NaN, inf). For ``low == 0`` the uint32 maximum alone is
+    enough (``-0.0`` is left to the exact check). A missing bound is float32's largest finite value.
+    None unless the range straddles 0 with float32-exact bounds."""
     if spec.np_dtype != _FLOAT32:
         return None
     low = -_FLOAT32_MAX if spec.low is None else spec.low
