@@ -96,7 +96,17 @@ class ArraySpec:
             if shape[axis] != size:
                 raise ValueError(f"axis {axis} must have size {size}, got shape {shape}")
         if self._ranged and array.size:
-            self._check_range(array)
+            bounds = self._bit_bounds  # set only for float32 specs, and array has the spec's dtype
+            if bounds is not None and array.size > _SMALL and array.flags.c_contiguous:
+                # Proof by integer maxima over the bit patterns (see _bit_bounds) on a flat view (a
+                # 1-D reduction skips the n-d iterator setup). Only a flagged array pays the exact check.
+                flat = array.ravel()
+                if _maximum(flat.view(np.uint32)) > bounds[0] or (
+                    bounds[1] is not None and _maximum(flat.view(np.int32)) > bounds[1]
+                ):
+                    self._check_range(array)
+            else:
+                self._check_range(array)
         if not array.flags.writeable:
             return array  # already read-only (e.g. decoded from a received buffer)
         view = array.view()
@@ -140,17 +150,7 @@ class ArraySpec:
                 return
             lowest, highest = min(values), max(values)
         else:
-            # Proof by integer maxima over the float32 bit patterns (see _bit_bounds); NaN, infinities
-            # and values outside the range exceed a bound. Only a flagged array pays the exact check.
-            # A 1-D view when there is one: a flat reduction skips the n-d iterator setup.
             flat = array.ravel() if array.flags.c_contiguous else array
-            bounds = self._bit_bounds  # set only for float32 specs, and array has the spec's dtype
-            if (
-                bounds is not None
-                and _maximum(flat.view(np.uint32), axis=None) <= bounds[0]
-                and (bounds[1] is None or _maximum(flat.view(np.int32), axis=None) <= bounds[1])
-            ):
-                return
             # ufunc.reduce directly (not ndarray.min): this runs on every decoded observation.
             lowest = float(_minimum(flat, axis=None))
             highest = float(_maximum(flat, axis=None))

@@ -52,7 +52,9 @@ class RobotPose(WireModel):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
-        _check_batch("RobotPose", self.check_dims()["B"])
+        if self.position.shape[0] != self.yaw.shape[0]:
+            self.check_dims()  # raises, naming the field that disagrees
+        _check_batch("RobotPose", self.yaw.shape[0])
         return self
 
     @property
