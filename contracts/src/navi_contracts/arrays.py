@@ -3,10 +3,9 @@
 A wire model declares each numpy field as ``Annotated[np.ndarray, ArraySpec(...)]``. The spec names
 its dimensions symbolically (``("B", "Az", "El")``) so the model can check that every field agrees on
 the batch size and the matrix shape, and it carries the value range the contract promises (e.g. depth
-in [0, 1]). Range checks reduce rather than build boolean masks: no temporary arrays, and NaN fails
-them automatically. A float32 range around zero is proven by integer maxima over the bit patterns
-(one for [0, high], two for [low, high]), which beat float ``min``/``max``; only a flagged array pays
-for the exact float pass that finds the offending value for the message.
+in [0, 1]). Range checks reduce rather than build boolean masks: no temporary arrays. A float32 range
+around zero is proven by one or two integer maxima over the bit patterns (faster than float min/max,
+NaN fails them too); only a flagged array pays for the exact pass that finds the value for the message.
 """
 
 from __future__ import annotations
@@ -51,15 +50,10 @@ class ArraySpec:
         # Precomputed once: validate() runs for every array of every decoded message.
         np_dtype = np.dtype(self.dtype)
         object.__setattr__(self, "np_dtype", np_dtype)
-        object.__setattr__(self, "wire_dtype", np_dtype.newbyteorder("<").str)
+        wire_dtype = np_dtype.newbyteorder("<").str
+        object.__setattr__(self, "wire_dtype", wire_dtype)
         # What the decoder checks of a wire array: dtype, rank, item size, batch axis first, bool.
-        facts = (
-            self.wire_dtype,
-            len(self.dims),
-            np_dtype.itemsize,
-            self.dims[:1] == ("B",),
-            np_dtype.kind == "b",
-        )
+        facts = (wire_dtype, len(self.dims), np_dtype.itemsize, self.dims[0] == "B", np_dtype.kind == "b")
         object.__setattr__(self, "wire_facts", facts)
         named = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, str))
         object.__setattr__(self, "named_axes", named)
@@ -98,8 +92,7 @@ class ArraySpec:
         if self._ranged and array.size:
             bounds = self._bit_bounds  # set only for float32 specs, and array has the spec's dtype
             if bounds is not None and array.size > _SMALL and array.flags.c_contiguous:
-                # Proof by integer maxima over the bit patterns (see _bit_bounds) on a flat view (a
-                # 1-D reduction skips the n-d iterator setup). Only a flagged array pays the exact check.
+                # Integer maxima over the bit patterns (_bit_bounds); a flagged array gets the exact check.
                 flat = array.ravel()
                 if _maximum(flat.view(np.uint32)) > bounds[0] or (
                     bounds[1] is not None and _maximum(flat.view(np.int32)) > bounds[1]
@@ -165,19 +158,16 @@ class ArraySpec:
 def _bit_bounds(spec: ArraySpec) -> tuple[int, int | None] | None:
     """Bounds on the uint32 and int32 maxima of float32 bit patterns that prove ``low <= x <= high``.
 
-    Non-negative floats order like their bit patterns; a sign bit makes a pattern a large uint32 and a
-    negative int32. So for ``low < 0 <= high`` all values are in range exactly when the uint32 maximum
-    is at most ``bits(low)`` (no negative past low, no -NaN, -inf) and the int32 maximum at most
-    ``bits(high)`` (no positive past high, no NaN, inf). For ``low == 0`` the uint32 maximum alone is
-    enough (``-0.0`` is left to the exact check). A missing bound is float32's largest finite value.
-    None unless the range straddles 0 with float32-exact bounds."""
+    A sign bit makes a pattern a large uint32 and a negative int32; non-negative floats order like
+    their patterns. So for ``low < 0 <= high``: uint32 max <= bits(low) (no negative past low, -NaN,
+    -inf) and int32 max <= bits(high) (no positive past high, NaN, inf). For ``low == 0`` the uint32
+    max alone (``-0.0`` goes to the exact check). A missing bound is float32's largest finite value."""
     if spec.np_dtype != _FLOAT32:
         return None
     low = -_FLOAT32_MAX if spec.low is None else spec.low
     high = _FLOAT32_MAX if spec.high is None else spec.high
-    if not (math.isfinite(low) and math.isfinite(high) and low <= 0 <= high):
-        return None
-    if float(np.float32(low)) != low or float(np.float32(high)) != high:
+    exact = float(np.float32(low)) == low and float(np.float32(high)) == high  # also False for inf, NaN
+    if not (exact and low <= 0 <= high and math.isfinite(low) and math.isfinite(high)):
         return None
     high_bits = int(np.float32(high).view(np.uint32))
     if low == 0:

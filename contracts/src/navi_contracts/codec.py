@@ -90,7 +90,7 @@ def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
         raise ContractError(f"cannot encode {type(model).__name__}: {exc}") from exc
     if copy:
         return [packed, *(array.tobytes() for array in arrays)]
-    return [packed, *map(memoryview, arrays)]
+    return [packed, *(array.data for array in arrays)]
 
 
 @cache
@@ -324,14 +324,16 @@ def _decode_fields(
     roles = _field_roles(cls)
     for name, value in raw.items():
         role = roles.get(name)
-        if type(role) is ArraySpec and value is not None:
+        if type(value) is bytes:
+            raise ContractError(f"{where}.{name}: unexpected binary value")
+        if value is None or role is None:
+            continue  # a scalar, or an unknown field that the model will refuse
+        if isinstance(role, ArraySpec):
             try:
                 raw[name] = _decode_array(name, value, role, limits, next(frames, None))
             except ContractError as exc:
                 raise ContractError(f"{where}.{exc}") from None
-        elif type(value) is bytes:
-            raise ContractError(f"{where}.{name}: unexpected binary value")
-        elif role is not None and value is not None:
+        else:
             raw[name] = _decode_fields(value, role, limits, frames, f"{where}.{name}")
     if len(raw.get("payload") or ()) > limits.max_payload_entries:
         raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
@@ -342,7 +344,6 @@ def _decode_array(
     field: str, raw: Any, spec: ArraySpec, limits: ContractLimits, frame: memoryview | None
 ) -> np.ndarray:
     """Check an array's description against ``spec``, the limits and its frame; view the frame.
-
     Errors name ``field`` only; the caller puts the model's path in front."""
     # Runs for every array of every message: plain checks first, messages only on failure.
     wire_dtype, rank, itemsize, batched, is_bool = spec.wire_facts
