@@ -3,8 +3,9 @@
 A wire model declares each numpy field as ``Annotated[np.ndarray, ArraySpec(...)]``. The spec names
 its dimensions symbolically (``("B", "Az", "El")``) so the model can check that every field agrees on
 the batch size and the matrix shape, and it carries the value range the contract promises (e.g. depth
-in [0, 1]). Range checks use ``min``/``max`` rather than boolean masks: two vectorised passes, no
-temporary arrays, and NaN fails them automatically.
+in [0, 1]). Range checks reduce rather than build boolean masks: no temporary arrays. A float32 range
+around zero is proven by one or two integer maxima over the bit patterns (faster than float min/max,
+NaN fails them too); only a flagged array pays for the exact pass that finds the value for the message.
 """
 
 from __future__ import annotations
@@ -39,23 +40,28 @@ class ArraySpec:
     finite: bool = False
     np_dtype: np.dtype[Any] = field(init=False, repr=False, compare=False)
     wire_dtype: str = field(init=False, repr=False, compare=False)
+    wire_facts: tuple[str, int, int, bool, bool] = field(init=False, repr=False, compare=False)
     named_axes: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
     _fixed: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
     _ranged: bool = field(init=False, repr=False, compare=False)
-    _unsigned_bound: int | None = field(init=False, repr=False, compare=False)
+    _bit_bounds: tuple[int, int | None] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Precomputed once: validate() runs for every array of every decoded message.
         np_dtype = np.dtype(self.dtype)
         object.__setattr__(self, "np_dtype", np_dtype)
-        object.__setattr__(self, "wire_dtype", np_dtype.newbyteorder("<").str)
+        wire_dtype = np_dtype.newbyteorder("<").str
+        object.__setattr__(self, "wire_dtype", wire_dtype)
+        # What the decoder checks of a wire array: dtype, rank, item size, batch axis first, bool.
+        facts = (wire_dtype, len(self.dims), np_dtype.itemsize, self.dims[0] == "B", np_dtype.kind == "b")
+        object.__setattr__(self, "wire_facts", facts)
         named = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, str))
         object.__setattr__(self, "named_axes", named)
         fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
         object.__setattr__(self, "_fixed", fixed)
         ranged = self.finite or self.low is not None or self.high is not None
         object.__setattr__(self, "_ranged", ranged and np_dtype.kind in "fiu")  # bools have no range
-        object.__setattr__(self, "_unsigned_bound", _unsigned_bound(self))
+        object.__setattr__(self, "_bit_bounds", _bit_bounds(self))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
         """Validate with :meth:`validate`; no pydantic serialisation (the codec encodes arrays)."""
@@ -84,7 +90,16 @@ class ArraySpec:
             if shape[axis] != size:
                 raise ValueError(f"axis {axis} must have size {size}, got shape {shape}")
         if self._ranged and array.size:
-            self._check_range(array)
+            bounds = self._bit_bounds  # set only for float32 specs, and array has the spec's dtype
+            if bounds is not None and array.size > _SMALL and array.flags.c_contiguous:
+                # Integer maxima over the bit patterns (_bit_bounds); a flagged array gets the exact check.
+                flat = array.ravel()
+                if _maximum(flat.view(np.uint32)) > bounds[0] or (
+                    bounds[1] is not None and _maximum(flat.view(np.int32)) > bounds[1]
+                ):
+                    self._check_range(array)
+            else:
+                self._check_range(array)
         if not array.flags.writeable:
             return array  # already read-only (e.g. decoded from a received buffer)
         view = array.view()
@@ -128,15 +143,10 @@ class ArraySpec:
                 return
             lowest, highest = min(values), max(values)
         else:
-            # Non-negative float32 bit patterns order like the floats; NaN, infinities and anything
-            # with the sign bit set (negatives, -0.0) read as larger than the bound. One integer
-            # pass accepts [0, high]; only a flagged array pays for the exact check below.
-            bound = self._unsigned_bound  # set only for float32 specs, and array has the spec's dtype
-            if bound is not None and _maximum(array.view(np.uint32), axis=None) <= bound:
-                return
+            flat = array.ravel() if array.flags.c_contiguous else array
             # ufunc.reduce directly (not ndarray.min): this runs on every decoded observation.
-            lowest = float(_minimum(array, axis=None))
-            highest = float(_maximum(array, axis=None))
+            lowest = float(_minimum(flat, axis=None))
+            highest = float(_maximum(flat, axis=None))
             if not (math.isfinite(lowest) and math.isfinite(highest)):
                 raise ValueError("must be finite (found NaN or infinity)")
         if self.low is not None and lowest < self.low:
@@ -145,17 +155,28 @@ class ArraySpec:
             raise ValueError(f"must be <= {self.high}, found {highest}")
 
 
-def _unsigned_bound(spec: ArraySpec) -> int | None:
-    """float32 bit pattern of ``spec.high`` when the range is exactly [0, high] with high exact."""
-    if spec.np_dtype != _FLOAT32 or spec.low != 0.0 or spec.high is None or spec.high < 0:
+def _bit_bounds(spec: ArraySpec) -> tuple[int, int | None] | None:
+    """Bounds on the uint32 and int32 maxima of float32 bit patterns that prove ``low <= x <= high``.
+
+    A sign bit makes a pattern a large uint32 and a negative int32; non-negative floats order like
+    their patterns. So for ``low < 0 <= high``: uint32 max <= bits(low) (no negative past low, -NaN,
+    -inf) and int32 max <= bits(high) (no positive past high, NaN, inf). For ``low == 0`` the uint32
+    max alone (``-0.0`` goes to the exact check). A missing bound is float32's largest finite value."""
+    if spec.np_dtype != _FLOAT32:
         return None
-    high = np.float32(spec.high)
-    if float(high) != spec.high or not math.isfinite(spec.high):
+    low = -_FLOAT32_MAX if spec.low is None else spec.low
+    high = _FLOAT32_MAX if spec.high is None else spec.high
+    exact = float(np.float32(low)) == low and float(np.float32(high)) == high  # also False for inf, NaN
+    if not (exact and low <= 0 <= high and math.isfinite(low) and math.isfinite(high)):
         return None
-    return int(high.view(np.uint32))
+    high_bits = int(np.float32(high).view(np.uint32))
+    if low == 0:
+        return high_bits, None
+    return int(np.float32(low).view(np.uint32)), high_bits
 
 
 _FLOAT32 = np.dtype(np.float32)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SMALL = 64
 _minimum = np.minimum.reduce
 _maximum = np.maximum.reduce

@@ -23,6 +23,7 @@ built in code. Any bad input raises :class:`~navi_contracts.errors.ContractError
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from collections.abc import Iterator, Sequence
@@ -54,6 +55,7 @@ _ARRAY_KEYS = frozenset(("dtype", "shape"))
 _MAGIC = b"NAVI"
 _COUNT = struct.Struct("<4sI")  # magic, frame count
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
+_maximum = np.maximum.reduce
 # Errors a malformed but well-framed header can still provoke (a non-str key passed as a keyword,
 # a number pydantic cannot take...); converted so callers only ever see ContractError.
 _UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
@@ -92,10 +94,10 @@ def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
 
 
 @cache
-def _field_roles(cls: type[WireModel]) -> tuple[tuple[str, ArraySpec | type[WireModel] | None], ...]:
-    """(field name, its ArraySpec, nested model class, or None for a scalar) per field of ``cls``."""
+def _field_roles(cls: type[WireModel]) -> dict[str, ArraySpec | type[WireModel] | None]:
+    """Field name -> its ArraySpec, nested model class, or None for a scalar, for every field of ``cls``."""
     specs, nested = array_specs(cls), nested_models(cls)
-    return tuple((name, specs.get(name) or nested.get(name)) for name in cls.model_fields)
+    return {name: specs.get(name) or nested.get(name) for name in cls.model_fields}
 
 
 def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
@@ -105,7 +107,7 @@ def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
         raise ContractError(f"can only encode wire models, got {cls.__name__}")
     values = model.__dict__
     header: dict[str, Any] = {"kind": cls.WIRE_KIND}
-    for name, role in _field_roles(cls):
+    for name, role in _field_roles(cls).items():
         value = values[name]
         if value is None or role is None:
             header[name] = value
@@ -115,7 +117,7 @@ def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
             else:
                 value = _wire_array(value)
                 dtype = value.dtype.str
-            header[name] = {"dtype": dtype, "shape": list(value.shape)}
+            header[name] = {"dtype": dtype, "shape": value.shape}  # msgpack packs tuples as arrays
             arrays.append(value)
         else:
             header[name] = _header(value, arrays)
@@ -239,7 +241,7 @@ def decode_frames(
     limits = limits or default_limits()
     if not 1 <= len(frames) <= 1 + MAX_ARRAY_FRAMES:
         raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {len(frames)}")
-    views = [_byte_view(frame) for frame in frames]
+    views = list(map(_byte_view, frames))
     total = sum(map(len, views))
     if total > limits.max_message_bytes:
         raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")
@@ -248,8 +250,9 @@ def decode_frames(
     try:
         cls = _model_class(header, expected)
         fields = _decode_fields(header, cls, limits, array_frames, cls.__name__)
-        # The constructor's validation, entered directly (``cls(**fields)`` repacks the map twice).
-        model = cls.model_validate(fields)
+        # The constructor's validation, entered directly (``cls(**fields)`` repacks the map twice, and
+        # ``model_validate`` only forwards to this).
+        model = cls.__pydantic_validator__.validate_python(fields)
     except ContractError:
         raise
     except ValidationError as exc:  # what the constructor would say: one line per problem
@@ -270,6 +273,7 @@ def _unpack_header(view: memoryview, limits: ContractLimits) -> Any:
     try:
         return msgpack.unpackb(
             view,
+            use_list=False,  # tuples: numpy takes shapes as they are, and the GC soon stops tracking them
             max_bin_len=0,  # the header never carries binary data
             max_ext_len=0,
             max_str_len=limits.max_string_bytes,
@@ -280,10 +284,15 @@ def _unpack_header(view: memoryview, limits: ContractLimits) -> Any:
         raise ContractError(f"malformed header frame: {type(exc).__name__}: {exc}") from exc
 
 
+def _type_name(value: Any) -> str:
+    """A header value's type for messages; msgpack arrays are unpacked as tuples but named lists."""
+    return "list" if type(value) is tuple else type(value).__name__
+
+
 def _model_class(header: Any, expected: type[WireModel] | None) -> type[WireModel]:
     """The model class the header's ``kind`` names, checked against ``expected``."""
     if type(header) is not dict:
-        raise ContractError(f"header must be a msgpack map, got {type(header).__name__}")
+        raise ContractError(f"header must be a msgpack map, got {_type_name(header)}")
     kind = header.get("kind")
     cls = MODELS_BY_KIND.get(kind) if isinstance(kind, str) else None
     if cls is None:
@@ -302,7 +311,7 @@ def _decode_fields(
     their full path (``DistanceMatrix.poses.yaw: ...``) and each model's checks run once.
     """
     if type(raw) is not dict:
-        raise ContractError(f"{where}: expected a {cls.WIRE_KIND} map, got {type(raw).__name__}")
+        raise ContractError(f"{where}: expected a {cls.WIRE_KIND} map, got {_type_name(raw)}")
     kind = raw.pop("kind", None)
     if kind != cls.WIRE_KIND:
         raise ContractError(f"{where}: expected kind {cls.WIRE_KIND!r}, got {kind!r}")
@@ -312,53 +321,56 @@ def _decode_fields(
             f"{where}: {cls.WIRE_KIND} schema_version mismatch: "
             f"expected {cls.SCHEMA_VERSION}, got {version!r}"
         )
-    specs, nested = array_specs(cls), nested_models(cls)
+    roles = _field_roles(cls)
     for name, value in raw.items():
-        if value is None:
-            continue
-        if name in specs:
-            raw[name] = _decode_array(
-                where, name, value, specs[name], limits=limits, frame=next(frames, None)
-            )
-        elif name in nested:
-            raw[name] = _decode_fields(value, nested[name], limits, frames, f"{where}.{name}")
-        elif type(value) is bytes:
+        role = roles.get(name)
+        if type(value) is bytes:
             raise ContractError(f"{where}.{name}: unexpected binary value")
+        if value is None or role is None:
+            continue  # a scalar, or an unknown field that the model will refuse
+        if isinstance(role, ArraySpec):
+            try:
+                raw[name] = _decode_array(name, value, role, limits, next(frames, None))
+            except ContractError as exc:
+                raise ContractError(f"{where}.{exc}") from None
+        else:
+            raw[name] = _decode_fields(value, role, limits, frames, f"{where}.{name}")
     if len(raw.get("payload") or ()) > limits.max_payload_entries:
         raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
     return raw
 
 
 def _decode_array(
-    where: str, name: str, raw: Any, spec: ArraySpec, *, limits: ContractLimits, frame: memoryview | None
+    field: str, raw: Any, spec: ArraySpec, limits: ContractLimits, frame: memoryview | None
 ) -> np.ndarray:
-    """Check an array's description against ``spec``, the limits and its frame; view the frame."""
+    """Check an array's description against ``spec``, the limits and its frame; view the frame.
+    Errors name ``field`` only; the caller puts the model's path in front."""
     # Runs for every array of every message: plain checks first, messages only on failure.
-    if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != spec.wire_dtype:
-        raise _array_error(f"{where}.{name}", raw, spec)
+    wire_dtype, rank, itemsize, batched, is_bool = spec.wire_facts
+    if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != wire_dtype:
+        raise _array_error(field, raw, spec)
     shape = raw.get("shape")
-    if type(shape) is not list or len(shape) != len(spec.dims):
-        raise _array_error(f"{where}.{name}", raw, spec)
-    count = 1
+    if type(shape) is not tuple or len(shape) != rank:
+        raise _array_error(field, raw, spec)
     for size in shape:
         if type(size) is not int or size < 0:
-            raise _array_error(f"{where}.{name}", raw, spec)
-        count *= size
+            raise _array_error(field, raw, spec)
+    count = math.prod(shape)
     if count > limits.max_array_elements:
         raise ContractError(
-            f"{where}.{name}: shape {shape} has {count} elements, limit is {limits.max_array_elements}"
+            f"{field}: shape {list(shape)} has {count} elements, limit is {limits.max_array_elements}"
         )
-    if spec.dims[0] == "B" and shape[0] > limits.max_batch:
-        raise ContractError(f"{where}.{name}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
-    dtype = spec.np_dtype
-    if frame is None or len(frame) != count * dtype.itemsize:
+    if batched and shape[0] > limits.max_batch:
+        raise ContractError(f"{field}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
+    if frame is None or len(frame) != count * itemsize:
         got = "no frame" if frame is None else f"{len(frame)} bytes"
         raise ContractError(
-            f"{where}.{name}: frame has {got}, shape {shape} of {dtype.name} needs {count * dtype.itemsize}"
+            f"{field}: frame has {got}, shape {list(shape)} of {spec.np_dtype.name} needs {count * itemsize}"
         )
-    array: np.ndarray = np.ndarray(shape, dtype, frame)  # zero copy: a read-only view of the frame
-    if dtype.kind == "b" and count and np.maximum.reduce(array.view(np.uint8), axis=None) > 1:
-        raise ContractError(f"{where}.{name}: bool data must be bytes 0 or 1")
+    array: np.ndarray = np.ndarray(shape, spec.np_dtype, frame)  # zero copy: a read-only view of the frame
+    # The bytes as one flat run: a 1-D reduction skips the n-d iterator setup of ``array``'s.
+    if is_bool and count and _maximum(np.ndarray(count, np.uint8, frame)) > 1:
+        raise ContractError(f"{field}: bool data must be bytes 0 or 1")
     return array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
 
 
@@ -367,6 +379,7 @@ def _array_error(field: str, raw: Any, spec: ArraySpec) -> ContractError:
     if type(raw) is not dict or raw.keys() != _ARRAY_KEYS:
         return ContractError(f"{field}: an array must be a map with keys dtype, shape")
     dtype, shape = raw["dtype"], raw["shape"]
+    shape = list(shape) if type(shape) is tuple else shape  # shown as the msgpack array it was
     if dtype not in ALLOWED_DTYPES:
         return ContractError(f"{field}: dtype {dtype!r} is not allowed (allowed: {list(ALLOWED_DTYPES)})")
     if dtype != spec.wire_dtype:

@@ -78,11 +78,14 @@ class WireModel(BaseModel):
         """
         bindings = dict(bound) if bound else {}
         values = self.__dict__
-        for name, named_axes in _named_axes(type(self)):
+        previous = None  # shape of the field before, when it declares the same dims (depth, semantic...)
+        for name, named_axes, same_dims in _named_axes(type(self)):
             array = values[name]
-            if array is None:
-                continue
-            shape = array.shape
+            shape = None if array is None else array.shape
+            if shape is None or (same_dims and shape == previous):
+                previous = shape
+                continue  # absent, or the same sizes as an already checked field with the same dims
+            previous = shape
             for axis, dim in named_axes:
                 if bindings.setdefault(dim, shape[axis]) != shape[axis]:
                     raise ValueError(self._dims_error(name, dim, bound or {}))
@@ -122,9 +125,12 @@ def array_specs(model: type[WireModel]) -> dict[str, ArraySpec]:
 
 
 @cache
-def _named_axes(model: type[WireModel]) -> tuple[tuple[str, tuple[tuple[int, str], ...]], ...]:
-    """(field, its named axes) for the array fields of ``model`` that have named axes."""
-    return tuple((name, spec.named_axes) for name, spec in array_specs(model).items() if spec.named_axes)
+def _named_axes(model: type[WireModel]) -> tuple[tuple[str, tuple[tuple[int, str], ...], bool], ...]:
+    """(field, its named axes, whether the array field before declares the same dims) per array field
+    of ``model`` with named axes."""
+    specs = [(name, spec) for name, spec in array_specs(model).items() if spec.named_axes]
+    pairs = zip(specs, [None, *(spec.dims for _, spec in specs)], strict=False)  # (field, dims before)
+    return tuple((name, spec.named_axes, spec.dims == dims) for (name, spec), dims in pairs)
 
 
 @cache

@@ -52,7 +52,9 @@ class RobotPose(WireModel):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
-        _check_batch("RobotPose", self.check_dims()["B"])
+        if self.position.shape[0] != self.yaw.shape[0]:
+            self.check_dims()  # raises, naming the field that disagrees
+        _check_batch("RobotPose", self.yaw.shape[0])
         return self
 
     @property
@@ -98,11 +100,16 @@ class DistanceMatrix(WireModel):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
-        azimuth, elevation = self.matrix_shape
-        dims = self.check_dims({"Az": azimuth, "El": elevation})
-        _check_batch("DistanceMatrix", dims["B"])
-        if self.poses is not None and self.poses.batch_size != dims["B"]:
-            raise ValueError(f"poses has B={self.poses.batch_size} rows but the arrays have B={dims['B']}")
+        batch = self.env_ids.shape[0]
+        grid = (batch, *self.matrix_shape)
+        # Every decoded observation passes here: plain shape compares, check_dims only for its message.
+        delta = self.delta_depth
+        same = self.depth.shape == self.semantic.shape == self.valid_mask.shape == grid
+        if not same or (delta is not None and delta.shape != grid) or self.episode_ids.shape[0] != batch:
+            self.check_dims({"Az": grid[1], "El": grid[2]})  # raises, naming the field that disagrees
+        _check_batch("DistanceMatrix", batch)
+        if self.poses is not None and self.poses.batch_size != batch:
+            raise ValueError(f"poses has B={self.poses.batch_size} rows but the arrays have B={batch}")
         return self
 
     @property
