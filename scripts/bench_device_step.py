@@ -27,7 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _variant(settings: EnvironmentSettings, compiled: bool) -> EnvironmentSettings:
-    tracer = settings.tracer.model_copy(update={"device_kernel": "torch", "torch_compile": compiled})
+    tracer = settings.tracer.model_copy(
+        update={"device_kernel": "torch", "torch_compile": "on" if compiled else "off"}
+    )
     return settings.model_copy(update={"tracer": tracer})
 
 

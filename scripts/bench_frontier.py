@@ -86,6 +86,7 @@ def main(corpus: Path, per_family: int, drones: int, steps: int, seed: int) -> N
         row = results[scene.stem]
         print(f"{scene.stem:16s} " + "  ".join(f"{n} {r['coverage']:6.1f}" for n, r in row.items()),
               file=sys.stderr, flush=True)  # fmt: skip
+
     def mean(policy: str, key: str) -> float:
         return statistics.mean(r[policy][key] for r in results.values())
 

@@ -39,7 +39,9 @@ def _tracers(scene: RuntimeScene, accel: str, compiled: bool = False) -> tuple[T
     """(CPU numba tracer, torch tracer on ``accel``): the kernel ``auto`` picks on CUDA, named."""
     atlas = pack_scenes([scene])
     cpu = Tracer(atlas, SENSOR, TracerSettings(), "cpu")
-    fast = Tracer(atlas, SENSOR, TracerSettings(device_kernel="torch", torch_compile=compiled), accel)
+    fast = Tracer(
+        atlas, SENSOR, TracerSettings(device_kernel="torch", torch_compile="on" if compiled else "off"), accel
+    )
     assert cpu.kernel == "numba" and fast.kernel == "torch"
     return cpu, fast
 

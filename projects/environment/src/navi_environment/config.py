@@ -52,9 +52,10 @@ class TracerSettings(BaseModel):
     max_steps: int = Field(
         default=192, ge=8, le=4096, description="March iterations per ray before giving up."
     )
-    torch_compile: bool = Field(
-        default=False,
-        description="torch kernel only: fuse each march iteration with torch.compile (fewer CUDA launches).",
+    torch_compile: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="torch kernel only: fuse each march iteration with torch.compile (fewer CUDA launches; "
+        "~20 s to compile once per process). auto: on for CUDA when Triton is installed, off on CPU.",
     )
     threads: int = Field(default=0, ge=0, description="numba threads; 0 keeps numba's default (all cores).")
     threading_layer: Literal["workqueue", "omp", "tbb", "default"] = Field(

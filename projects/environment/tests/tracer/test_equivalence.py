@@ -122,7 +122,9 @@ def test_compiled_torch_march_matches_eager(scene) -> None:  # type: ignore[no-u
     atlas = pack_scenes([scene])
     outs = []
     for compiled in (False, True):
-        tracer = Tracer(atlas, SENSOR, TracerSettings(device_kernel="torch", torch_compile=compiled))
+        tracer = Tracer(
+            atlas, SENSOR, TracerSettings(device_kernel="torch", torch_compile="on" if compiled else "off")
+        )
         out = torch.empty(len(pos), 3, SENSOR.azimuth_bins, SENSOR.elevation_bins)
         ids = torch.zeros(len(pos), dtype=torch.int32)
         tracer.trace_sensor(torch.from_numpy(pos), torch.from_numpy(yaw), ids, out)
@@ -141,3 +143,16 @@ def test_compiled_torch_march_matches_eager(scene) -> None:  # type: ignore[no-u
         and torch.equal(h0, h1)
     )
     assert torch.allclose(eager[:, 0], fused[:, 0], atol=1e-6) and torch.allclose(t0, t1, atol=1e-5)
+
+
+def test_torch_compile_auto_is_on_for_cuda_with_triton_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from navi_environment.tracer.facade import compile_march
+
+    assert compile_march("on", torch.device("cpu")) and not compile_march("off", torch.device("cuda"))
+    assert not compile_march("auto", torch.device("cpu"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "triton" else None)
+    assert compile_march("auto", torch.device("cuda"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert not compile_march("auto", torch.device("cuda"))

@@ -6,6 +6,7 @@ on CPU the numba kernels read and write them through zero-copy numpy views.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from typing import Any, Literal
@@ -68,6 +69,18 @@ def resolve_kernel(choice: str, device: torch.device) -> Literal["numba", "torch
     return "torch" if choice == "torch" else "numba"
 
 
+def compile_march(choice: str, device: torch.device) -> bool:
+    """``tracer.torch_compile``: ``auto`` compiles on CUDA when Triton (torch.compile's GPU backend) is there.
+
+    Why on by default there: on an H200 the eager torch march is launch-bound (~60 launches per
+    iteration); fused, a 4-drone step took 34 ms instead of 190, 64 drones 107 ms instead of 275
+    (docs/experiments/2026-11-cuda-first-run.md).
+    """
+    if choice != "auto":
+        return choice == "on"
+    return device.type == "cuda" and importlib.util.find_spec("triton") is not None
+
+
 class Tracer:
     """Traces rays through a scene atlas on one device.
 
@@ -91,7 +104,7 @@ class Tracer:
         self.rules = (float(tracer.hit_epsilon_voxels), float(tracer.min_step_voxels), int(tracer.max_steps))
         self._rules_kw: dict[str, Any] = {
             "eps_vox": self.rules[0], "min_step_vox": self.rules[1], "max_steps": self.rules[2],
-            "compiled": bool(tracer.torch_compile),
+            "compiled": compile_march(tracer.torch_compile, self.device),
         }  # fmt: skip
         if self.kernel == "numba":
             configure_numba(tracer)
