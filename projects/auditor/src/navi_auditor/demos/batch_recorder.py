@@ -9,7 +9,7 @@ batch needs the whole batch, so :func:`navi_auditor.demos.replay.replay_demonstr
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings
 
 log = structlog.get_logger()
+
+
+Pilot = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""``(observations [B,3,Az,El], episode_starts [B] bool, positions [B,3], yaw [B]) -> actions [B,4]``."""
 
 
 def record_autopilot_batch(
@@ -62,8 +66,50 @@ def record_autopilot_batch(
                       sensor.elevation_bins, backend.device)  # fmt: skip
     label = scene_label(scene)
     stem = Path(label).stem if isinstance(scene, Path) else label
-    meta: dict[str, Any] = {**provenance(), "pilot": "autopilot", "seed": seed, "batch_drones": drones,
-                            "environment_settings": env_settings.model_dump_json()}  # fmt: skip
+    return record_pilot_batch(
+        backend, lambda obs, starts, position, yaw: pilot(obs), pilot_name="autopilot", steps=steps,
+        out_dir=out_dir, stem=stem, seed=seed, part_frames=part_frames,
+    )  # fmt: skip
+
+
+def record_pilot_batch(
+    backend: SdfDagBackend,
+    pilot: Pilot,
+    *,
+    pilot_name: str,
+    steps: int,
+    out_dir: Path,
+    stem: str,
+    seed: int = 0,
+    part_frames: int = 512,
+) -> list[Path]:
+    """Fly every drone of ``backend`` with ``pilot`` for ``steps`` steps; one file per drone.
+
+    Why a pilot callable and a ready backend: any batched pilot (the scripted autopilot, the frontier
+    planner, which also needs the poses) records into the one demonstration format, on any scene
+    list (a multi-scene backend moves a drone to the next scene when its episode ends). The action
+    recorded is the one passed to ``backend.step``: the pilot's, NaN -> 0 and clipped to [-1, 1],
+    exactly what the environment executes. A drone's file starts a new segment whenever an episode
+    starts it in another scene than its current segment's, so ``segment_scenes`` name every scene
+    flown.
+
+    Args:
+        backend: the batched simulator (its ``reset(seed)`` starts the flight).
+        pilot: see :data:`Pilot`.
+        pilot_name: the ``pilot`` metadata entry.
+        steps: steps per drone.
+        out_dir: folder for ``<stem>-s<seed>-d<index>.npz``.
+        stem: file name stem.
+        seed: ``reset`` seed.
+        part_frames: frames per crash-safe part.
+
+    Returns:
+        The written files, by drone index.
+    """
+    sensor, drones = backend.settings.sensor, backend.num_actors
+    labels = [scene_label(scene) for scene in backend.scenes.corpus]
+    meta: dict[str, Any] = {**provenance(), "pilot": pilot_name, "seed": seed, "batch_drones": drones,
+                            "environment_settings": backend.settings.model_dump_json()}  # fmt: skip
     writers = [
         DemoWriter(
             out_dir / f"{stem}-s{seed}-d{index}.npz",
@@ -73,13 +119,16 @@ def record_autopilot_batch(
         )
         for index in range(drones)
     ]
-    for writer in writers:
-        writer.begin_segment(label, seed)
     observation = backend.reset(seed)
     starts = torch.ones(drones, dtype=torch.bool)
+    current: list[int | None] = [None] * drones
     for _ in range(steps):
-        actions = pilot(observation)  # [B, 4] in [-1, 1]
+        for index, scene in enumerate(backend.scene_index.tolist()):
+            if current[index] != scene and bool(starts[index]):
+                writers[index].begin_segment(labels[scene], seed)
+                current[index] = scene
         position, yaw = backend.poses()
+        actions = torch.nan_to_num(pilot(observation, starts, position, yaw), nan=0.0).clamp(-1.0, 1.0)
         seen = observation.cpu().numpy().copy()
         out = backend.step(actions)
         frame = {
@@ -92,7 +141,8 @@ def record_autopilot_batch(
         starts = (out.terminated | out.truncated).cpu()
         observation = out.obs
     paths = [writer.close() for writer in writers]
-    log.info("auditor.demo.batch_recorded", scene=label, drones=drones, steps=steps, out_dir=str(out_dir))
+    log.info("auditor.demo.batch_recorded", pilot=pilot_name, scenes=len(labels), drones=drones,
+             steps=steps, out_dir=str(out_dir))  # fmt: skip
     return paths
 
 
