@@ -19,18 +19,27 @@ Targets after 30 minutes on 2 CPU cores (the learning issue): mean-action covera
 and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-action coverage
 >= 0.7x the frontier planner's.
 
+``--warm-start-steps N`` first flies the frontier planner N environment steps on the training scenes
+(never a held-out one), behaviour-clones it into the policy PPO trains, and starts PPO from those
+weights (``warm_start`` in the JSON: its steps, BC epochs and losses, seconds); --steps counts PPO
+steps only.
+
     uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR]
-        [--split stratified|tail]
+        [--split stratified|tail] [--warm-start-steps N [--warm-start-epochs E]]
 """
 
 from __future__ import annotations
 
 import json
+import math
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 import torch
 
 from navi_actor.config import ActorSettings
@@ -65,22 +74,113 @@ def backend_settings(episode_steps: int | None) -> Any:
     return EnvironmentSettings(**overrides)
 
 
+@dataclass(frozen=True)
+class WarmStart:
+    """``--warm-start-*``: behaviour-clone the frontier planner before PPO (steps 0 = no warm start)."""
+
+    steps: int = 0
+    epochs: int = 10
+    value_updates: int = 10
+
+
+def finite(value: float) -> float | None:
+    """``value``, or None for NaN (strict JSON has no NaN)."""
+    return None if math.isnan(value) else round(value, 6)
+
+
+def warm_start(
+    train_scenes: list[Path], settings: ActorSettings, warm: WarmStart, seed: int, artifacts: Path
+) -> tuple[Path, dict[str, Any]]:
+    """Fly the frontier planner on the TRAINING scenes, clone it into PPO's policy; (checkpoint, facts).
+
+    The planner (the evaluation's :class:`FrontierPolicy`, acting on the batched observations and
+    poses) flies the trainer's drones on the trainer's backend settings for ``warm.steps``
+    environment steps in total, recorded in the demonstration format (navi_auditor's batch recorder:
+    the executed actions, clipped to [-1, 1], are the labels). ``bc-pretrain``'s
+    :func:`run_pretrain` then trains the policy config PPO uses (``policy.*`` settings included) on
+    them with the ``bc`` settings (``NAVI_ACTOR_BC__*``) and ``warm.epochs`` epochs, and writes the
+    checkpoint PPO starts from.
+    """
+    from navi_actor.bc.pretrain import run_pretrain
+    from navi_auditor.demos.batch_recorder import record_pilot_batch
+
+    started = time.monotonic()
+    drones = settings.rollout.num_actors
+    env = backend(train_scenes, drones, None)  # the training backend: episode.max_steps as trained
+    planner = FrontierPolicy(env.settings, drones)
+    empty = planner.initial_state(drones)
+
+    def pilot(
+        obs: torch.Tensor, starts: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor
+    ) -> torch.Tensor:
+        return planner.act(obs, empty, starts, pose=(position, yaw)).action
+
+    per_drone = math.ceil(warm.steps / drones)
+    folder = artifacts / "warm_start_demonstrations"
+    folder.mkdir(parents=True)
+    files = record_pilot_batch(
+        env, pilot, pilot_name="frontier", steps=per_drone, out_dir=folder, stem="frontier", seed=seed
+    )
+    recorded = time.monotonic()
+    flown: set[str] = set()
+    for path in files:
+        with np.load(path, allow_pickle=False) as archive:
+            flown.update(Path(str(scene)).name for scene in archive["segment_scenes"])
+    result = run_pretrain(
+        settings.bc.model_copy(update={"epochs": warm.epochs}), settings.policy_config(),
+        demonstrations=folder, runs_root=artifacts / "runs", device=settings.train.device, seed=seed,
+        settings_json={"actor": settings.model_dump(mode="json")},
+    )  # fmt: skip
+    history = result.history
+    return result.checkpoint, {
+        "steps": per_drone * drones,
+        "drones": drones,
+        "files": len(files),
+        "scenes": sorted(flown),
+        "demonstrations": str(folder),
+        "epochs": warm.epochs,
+        "bc_frames": result.frames,
+        "bc_holdout_frames": result.holdout_frames,
+        "bc_train_nll": [finite(history.train_nll[0]), finite(history.train_nll[-1])],
+        "bc_train_mse": [finite(history.train_mse[0]), finite(history.train_mse[-1])],
+        "bc_holdout_mse": finite(history.holdout_mse[-1]) if history.holdout_mse else None,
+        "bc_baseline_mse": finite(history.baseline_mse),
+        "record_seconds": round(recorded - started, 1),
+        "bc_seconds": round(time.monotonic() - recorded, 1),
+        "seconds": round(time.monotonic() - started, 1),
+        "value_warmup_updates": warm.value_updates,
+        "checkpoint": str(result.checkpoint),
+    }
+
+
 def trained_policy(
-    train_scenes: list[Path], minutes: float | None, steps: int | None, seed: int
+    train_scenes: list[Path],
+    minutes: float | None,
+    steps: int | None,
+    seed: int,
+    warm: WarmStart | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Train the default trainer on ``train_scenes`` for ``minutes`` or ``steps``; (policy, JSON facts)."""
+    """Train the default trainer on ``train_scenes`` for ``minutes`` or ``steps``; (policy, JSON facts).
+
+    With a warm start (``warm.steps`` > 0) PPO starts from the behaviour-cloned checkpoint (weights
+    only: a fresh optimiser, counters at 0, so ``steps`` counts PPO steps alone) and its first
+    ``warm.value_updates`` updates train only the critic (``ppo.value_warmup_updates``).
+    """
+    warm = warm or WarmStart()
     values: dict[str, Any] = {
         "train": {"max_minutes": minutes, "total_steps": steps, "seed": seed},
         "telemetry": {"enabled": False},
         "checkpoint": {"auto_resume": False, "auto_promote": False},
     }
+    if warm.steps:
+        values["ppo"] = {"value_warmup_updates": warm.value_updates}
     settings = ActorSettings(**values)
+    artifacts = Path(tempfile.mkdtemp(prefix="navi-bench-learning-"))
+    start, facts = warm_start(train_scenes, settings, warm, seed, artifacts) if warm.steps else (None, None)
     train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps
     names = [p.name for p in train_scenes]
     built = BuiltEnvironment(train_env, {"backend": "sdfdag", "scenes": len(names), "names": names})
-    runner = OnPolicyRunner(
-        settings, built, artifacts_dir=Path(tempfile.mkdtemp(prefix="navi-bench-learning-"))
-    )
+    runner = OnPolicyRunner(settings, built, artifacts_dir=artifacts, checkpoint=start)
     summary = runner.run_training()
     return runner.policy, {
         "train_minutes": minutes,
@@ -88,6 +188,7 @@ def trained_policy(
         "train_steps": summary.steps_this_run,
         "train_steps_per_second": round(summary.steps_per_second, 2),
         "checkpoint": str(summary.final_checkpoint),
+        **({"warm_start": facts} if facts is not None else {}),
     }
 
 
@@ -226,6 +327,22 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     default=None,
     help="Skip training: judge this finished run's checkpoint (use the run's --seed, --corpus and --split).",
 )
+@click.option(
+    "--warm-start-steps",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Before PPO: fly the frontier planner this many environment steps on the training scenes and "
+    "behaviour-clone it into the policy PPO then trains (0: a fresh policy). Not counted in --steps.",
+)
+@click.option(
+    "--warm-start-epochs", type=click.IntRange(min=1), default=10, show_default=True,
+    help="Behaviour-cloning epochs over the warm start's flights.",
+)  # fmt: skip
+@click.option(
+    "--warm-start-value-updates", type=click.IntRange(min=0), default=10, show_default=True,
+    help="After a warm start, the first PPO updates that train only the critic (ppo.value_warmup_updates).",
+)  # fmt: skip
 def main(
     *,
     minutes: float,
@@ -238,13 +355,19 @@ def main(
     threads: int | None,
     seed: int,
     checkpoint: Path | None,
+    warm_start_steps: int,
+    warm_start_epochs: int,
+    warm_start_value_updates: int,
 ) -> None:
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
     if threads is not None:
         torch.set_num_threads(threads)
     train_scenes, eval_scenes = corpus_split(corpus, holdout, split)
+    warm = WarmStart(warm_start_steps, warm_start_epochs, warm_start_value_updates)
+    if checkpoint is not None and warm.steps:
+        raise click.ClickException("--warm-start-steps trains; --checkpoint skips training: pick one")
     if checkpoint is None:
-        policy, run = trained_policy(train_scenes, None if steps else minutes, steps, seed)
+        policy, run = trained_policy(train_scenes, None if steps else minutes, steps, seed, warm)
     else:
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
     results, paired = evaluate_all(policy, eval_scenes, episodes, episode_steps, seed)
