@@ -164,7 +164,9 @@ def trained_policy(
 
     With a warm start (``warm.steps`` > 0) PPO starts from the behaviour-cloned checkpoint (weights
     only: a fresh optimiser, counters at 0, so ``steps`` counts PPO steps alone) and its first
-    ``warm.value_updates`` updates train only the critic (``ppo.value_warmup_updates``).
+    ``warm.value_updates`` updates train only the critic (``ppo.value_warmup_updates``). A KL penalty
+    asked for without a reference (``NAVI_ACTOR_PPO__REFERENCE_KL_COEF`` > 0) anchors to the clone: its
+    path exists only once the warm start has run.
     """
     warm = warm or WarmStart()
     values: dict[str, Any] = {
@@ -177,6 +179,12 @@ def trained_policy(
     settings = ActorSettings(**values)
     artifacts = Path(tempfile.mkdtemp(prefix="navi-bench-learning-"))
     start, facts = warm_start(train_scenes, settings, warm, seed, artifacts) if warm.steps else (None, None)
+    if facts is not None:
+        if settings.ppo.reference_kl_coef > 0 and settings.ppo.reference_checkpoint is None:
+            values["ppo"]["reference_checkpoint"] = start
+            settings = ActorSettings(**values)
+        facts["reference_checkpoint"] = str(settings.ppo.reference_checkpoint)
+        facts["reference_kl_coef"] = settings.ppo.reference_kl_coef
     train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps
     names = [p.name for p in train_scenes]
     built = BuiltEnvironment(train_env, {"backend": "sdfdag", "scenes": len(names), "names": names})

@@ -132,7 +132,7 @@ def warm(corpus: Path) -> dict[str, Any]:
         [sys.executable, str(SCRIPT), *ARGS, "--corpus", str(corpus), "--steps", "128",
          "--warm-start-steps", str(WARM_STEPS), "--warm-start-epochs", "100"],
         env={**os.environ, **TINY, "NAVI_ACTOR_BC__STREAMS": "4", "NAVI_ACTOR_BC__SEQUENCE_LENGTH": "16",
-             "NAVI_ACTOR_BC__LEARNING_RATE": "3e-3"},
+             "NAVI_ACTOR_BC__LEARNING_RATE": "3e-3", "NAVI_ACTOR_PPO__REFERENCE_KL_COEF": "0.1"},
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     return json_line(result)
@@ -177,7 +177,8 @@ def test_warm_start_flies_the_planner_on_training_scenes_only_with_its_executed_
 
 def test_warm_start_clones_the_planner_and_ppo_starts_from_the_clone(warm: dict[str, Any]) -> None:
     """The cloned policy's mean action is nearer the labels than a fresh policy's; PPO continued from
-    the BC checkpoint; --steps counted PPO steps only; the JSON reports BC's losses and seconds."""
+    the BC checkpoint (critic warm-up, KL anchored to the clone when a KL weight is asked for); --steps
+    counted PPO steps only; the JSON reports BC's losses and seconds."""
     from navi_actor.bc import load_demonstrations, sequence_mse
     from navi_actor.checkpoints import load_checkpoint
     from navi_actor.models import NaviPolicy
@@ -198,6 +199,9 @@ def test_warm_start_clones_the_planner_and_ppo_starts_from_the_clone(warm: dict[
     final = load_checkpoint(Path(warm["checkpoint"]))
     assert final.parent_checkpoint is not None
     assert Path(final.parent_checkpoint).resolve() == Path(facts["checkpoint"]).resolve()
+    assert facts["reference_checkpoint"] == facts["checkpoint"] and facts["reference_kl_coef"] == 0.1
+    ppo = json.loads(final.settings_json)["ppo"]  # what the PPO run really used
+    assert ppo["value_warmup_updates"] == 10 and ppo["reference_checkpoint"] == facts["checkpoint"]
     assert set(warm["results"]) == {
         "learned_mean_action",
         "learned_sampled",
