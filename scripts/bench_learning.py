@@ -141,6 +141,7 @@ def warm_start(
         "epochs": warm.epochs,
         "bc_frames": result.frames,
         "bc_holdout_frames": result.holdout_frames,
+        "bc_optimizer_steps": history.optimizer_steps,
         "bc_train_nll": [finite(history.train_nll[0]), finite(history.train_nll[-1])],
         "bc_train_mse": [finite(history.train_mse[0]), finite(history.train_mse[-1])],
         "bc_holdout_mse": finite(history.holdout_mse[-1]) if history.holdout_mse else None,
@@ -183,7 +184,8 @@ def trained_policy(
         if settings.ppo.reference_kl_coef > 0 and settings.ppo.reference_checkpoint is None:
             values["ppo"]["reference_checkpoint"] = start
             settings = ActorSettings(**values)
-        facts["reference_checkpoint"] = str(settings.ppo.reference_checkpoint)
+        reference = settings.ppo.reference_checkpoint
+        facts["reference_checkpoint"] = str(reference) if reference is not None else None
         facts["reference_kl_coef"] = settings.ppo.reference_kl_coef
     train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps
     names = [p.name for p in train_scenes]

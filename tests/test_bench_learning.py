@@ -184,7 +184,11 @@ def test_warm_start_clones_the_planner_and_ppo_starts_from_the_clone(warm: dict[
     from navi_actor.models import NaviPolicy
 
     facts = warm["warm_start"]
-    assert facts["epochs"] == 100 and facts["seconds"] >= facts["bc_seconds"] > 0.0
+    assert (
+        facts["epochs"] == 100
+        and facts["bc_optimizer_steps"] == 100 * 3
+        and facts["seconds"] >= facts["bc_seconds"] > 0.0
+    )
     assert facts["bc_train_nll"][1] < facts["bc_train_nll"][0]
     assert warm["train_steps"] == 128  # two rollouts of 16 steps x 4 drones; the warm start not counted
     data = load_demonstrations(sorted(Path(facts["demonstrations"]).glob("*.npz")))
