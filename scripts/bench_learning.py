@@ -22,7 +22,7 @@ and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-
 ``--warm-start-steps N`` first flies the frontier planner N environment steps on the training scenes
 (never a held-out one), behaviour-clones it into the policy PPO trains, and starts PPO from those
 weights (``warm_start`` in the JSON: its steps, BC epochs and losses, seconds); --steps counts PPO
-steps only.
+steps only. The clone before PPO also flies the plan with its mean action (``warm_start_mean_action``).
 
     uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR]
         [--split stratified|tail] [--warm-start-steps N [--warm-start-epochs E]]
@@ -232,13 +232,27 @@ def checkpoint_policy(path: Path, eval_scenes: list[Path]) -> tuple[Any, dict[st
     }
 
 
+def cloned_policy(path: Path) -> Any:
+    """The warm start's behaviour-cloned policy, as PPO received it."""
+    from navi_actor.checkpoints import load_checkpoint
+    from navi_actor.models import NaviPolicy
+
+    loaded = load_checkpoint(path)
+    policy = NaviPolicy(loaded.policy_config)
+    policy.load_state_dict(loaded.model)
+    return policy
+
+
 POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "frontier")
 
 
 def evaluate_all(
-    policy: Any, eval_scenes: list[Path], episodes: int, episode_steps: int, seed: int
+    policy: Any, eval_scenes: list[Path], episodes: int, episode_steps: int, seed: int, *, clone: Any = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Every policy flies the same episode plan on the held-out scenes; (summaries, paired ratios).
+
+    ``clone``, the behaviour-cloned policy of a warm start before PPO, also flies it with its mean
+    action (``warm_start_mean_action``): what PPO added to the clone is a paired ratio too.
 
     The plan draws ``episodes`` start poses per held-out scene once (seed + 1000); each planned
     episode runs to its own end and counts once. Ratios are paired: the same episodes in numerator
@@ -256,6 +270,14 @@ def evaluate_all(
         "heuristic": (ReactiveHeuristic(horizon_m=settings.sensor.horizon_m), True),
         "frontier": (FrontierPolicy(settings, env.num_actors), True),
     }
+    pairs = [
+        ("learned_mean_action", "random"), ("learned_sampled", "random"),
+        ("learned_mean_action", "frontier"), ("learned_sampled", "learned_mean_action"),
+        ("heuristic", "random"), ("frontier", "random"),
+    ]  # fmt: skip
+    if clone is not None:
+        candidates["warm_start_mean_action"] = (clone, True)
+        pairs += [("warm_start_mean_action", "random"), ("learned_mean_action", "warm_start_mean_action")]
     plan = make_plan(env, episodes, seed + 1000)
     reports = {
         name: evaluate_policy(candidate, env, plan=plan, deterministic=deterministic, seed=seed + 1000)
@@ -264,12 +286,8 @@ def evaluate_all(
     summaries = {name: report.summary() for name, report in reports.items()}
     paired = {
         f"{name}_vs_{reference}": compare_reports(reports[reference], reports[name])
-        for name, reference in (
-            ("learned_mean_action", "random"), ("learned_sampled", "random"),
-            ("learned_mean_action", "frontier"), ("learned_sampled", "learned_mean_action"),
-            ("heuristic", "random"), ("frontier", "random"),
-        )
-    }  # fmt: skip
+        for name, reference in pairs
+    }
     return summaries, paired
 
 
@@ -287,6 +305,13 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
         "frontier_coverage_vs_random": ratio("frontier_vs_random", "coverage_cells"),
         "heuristic_coverage_vs_random": ratio("heuristic_vs_random", "coverage_cells"),
     }
+    if "warm_start_mean_action_vs_random" in paired:  # the clone before PPO, and what PPO added
+        ratios["warm_start_mean_action_coverage_vs_random"] = ratio(
+            "warm_start_mean_action_vs_random", "coverage_cells"
+        )
+        ratios["mean_action_coverage_vs_warm_start"] = ratio(
+            "learned_mean_action_vs_warm_start_mean_action", "coverage_cells"
+        )
     value = {name: entry["value"] for name, entry in ratios.items()}
     return {
         "ratios": ratios,
@@ -380,7 +405,8 @@ def main(
         policy, run = trained_policy(train_scenes, None if steps else minutes, steps, seed, warm)
     else:
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
-    results, paired = evaluate_all(policy, eval_scenes, episodes, episode_steps, seed)
+    clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
+    results, paired = evaluate_all(policy, eval_scenes, episodes, episode_steps, seed, clone=clone)
     line = {
         "benchmark": "learning",
         **run,

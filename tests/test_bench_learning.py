@@ -206,10 +206,10 @@ def test_warm_start_clones_the_planner_and_ppo_starts_from_the_clone(warm: dict[
     assert facts["reference_checkpoint"] == facts["checkpoint"] and facts["reference_kl_coef"] == 0.1
     ppo = json.loads(final.settings_json)["ppo"]  # what the PPO run really used
     assert ppo["value_warmup_updates"] == 10 and ppo["reference_checkpoint"] == facts["checkpoint"]
-    assert set(warm["results"]) == {
-        "learned_mean_action",
-        "learned_sampled",
-        "random",
-        "heuristic",
-        "frontier",
-    }
+    # the clone before PPO flew the same plan with its mean action: what PPO added is a paired ratio
+    policies = {"learned_mean_action", "learned_sampled", "random", "heuristic", "frontier"}
+    assert set(warm["results"]) == policies | {"warm_start_mean_action"}
+    assert warm["results"]["warm_start_mean_action"]["episodes"] == 1
+    assert {"warm_start_mean_action_coverage_vs_random", "mean_action_coverage_vs_warm_start"} <= set(
+        warm["ratios"]
+    )
