@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 from click.testing import CliRunner
+from tiny_cli import TINY_POLICY_ENV
 
 from navi_actor.checkpoints import CheckpointError, load_checkpoint
 from navi_actor.cli import main
@@ -38,13 +39,7 @@ pytestmark = pytest.mark.usefixtures("restore_process_state")
 def invoke(tmp_path: Path, *args: str, squash: str | None = None) -> Any:
     env = {
         "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
-        "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
-        "NAVI_ACTOR_POLICY__VIT_DIM": "32",
-        "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
-        "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
-        "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
-        "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
-        "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
+        **TINY_POLICY_ENV,
     }
     if squash is not None:
         env["NAVI_ACTOR_POLICY__ACTION_SQUASH"] = squash

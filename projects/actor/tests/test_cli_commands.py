@@ -9,6 +9,7 @@ import click
 import pytest
 import torch
 from click.testing import CliRunner
+from tiny_cli import TINY_POLICY_ENV
 
 from navi_actor.cli import brain_main, main
 
@@ -23,13 +24,7 @@ pytestmark = pytest.mark.usefixtures("restore_process_state")
 def invoke(tmp_path: Path, *args: str, group: object = main) -> object:
     env = {
         "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
-        "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
-        "NAVI_ACTOR_POLICY__VIT_DIM": "32",
-        "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
-        "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
-        "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
-        "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
-        "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
+        **TINY_POLICY_ENV,
     }
     return CliRunner().invoke(group, list(args), env=env, catch_exceptions=False)  # type: ignore[arg-type]
 

@@ -9,19 +9,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from tiny_cli import TINY_POLICY_ENV
 
 from navi_actor.cli import main
 from navi_actor.metrics_loggers import EXPORT_DIR, TENSORBOARD_DIR, read_metrics, scalars, wandb_mode
 
-TINY_ENV = {
-    "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
-    "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
-    "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
-    "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
-    "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
-}
+TINY_ENV = dict(TINY_POLICY_ENV)
 TRAIN = [
     "train", "--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1",
     "--temporal-core", "gru",

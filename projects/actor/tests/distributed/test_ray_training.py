@@ -18,6 +18,8 @@ from click.testing import CliRunner
 
 ray = pytest.importorskip("ray", reason="the 'distributed' extra (ray) is not installed")
 
+from tiny_cli import TINY_POLICY_ENV  # noqa: E402
+
 from navi_actor.checkpoints import load_checkpoint  # noqa: E402
 from navi_actor.cli import main  # noqa: E402
 from navi_actor.config import ActorSettings  # noqa: E402
@@ -186,13 +188,7 @@ def test_cli_backend_ray_trains_into_the_same_artifacts(pool: WorkerPool, tmp_pa
     # pool holds one of its two CPUs, so the command's two workers ask for half a CPU each.
     env = {
         "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
-        "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
-        "NAVI_ACTOR_POLICY__VIT_DIM": "32",
-        "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
-        "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
-        "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
-        "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
-        "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
+        **TINY_POLICY_ENV,
         "NAVI_ACTOR_DISTRIBUTED__WORKER_CPUS": "0.5",
     }
     args = [

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import structlog
 from click.testing import CliRunner
+from tiny_cli import TINY_POLICY_ENV
 
 from navi_actor.cli import main
 from navi_actor.runners.console import TerminalSink
@@ -17,15 +18,7 @@ from navi_actor.runners.progress import RunProgress, TrainingCounters, carry_for
 from navi_actor.runners.rollout_collector import RolloutStats
 from navi_common.logging import configure_logging, log_to_file
 
-TINY_ENV = {
-    "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
-    "NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH": "16",
-    "NAVI_ACTOR_ENVIRONMENT__POINT_MAX_STEPS": "10",
-    "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
-    "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
-}
+TINY_ENV = dict(TINY_POLICY_ENV)
 TRAIN = ["train", "--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1",
          "--temporal-core", "gru", "--total-steps", "64", "--rollout-length", "16",
          "--no-telemetry"]  # fmt: skip
