@@ -182,7 +182,11 @@ def test_navi_stack_stops_its_children_cleanly_and_exits_0(tmp_path: Path, how: 
     argv = [sys.executable, "-c", "from navi_actor.launcher import main; main()"]
     launcher = subprocess.Popen(
         [*argv, "--gmdag-file", str(scene), "--actors", "1"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )  # fmt: skip  (its own process group, like a job in a terminal)
     output = OutputWatcher(launcher)
     pids: list[int] = []

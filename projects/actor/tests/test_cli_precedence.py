@@ -72,6 +72,7 @@ CASES: dict[str, list[Case]] = {
         _int("--learners", "distributed.learners", 4, 2, 3),
         Case("--logger", "train.logger", "wandb", "tensorboard", "wandb"),
         Case("--keys", "telemetry.keys", "{tmp}/keys_cli", "{tmp}/keys_env", "{tmp}/keys_dotenv"),
+        Case("--action-squash", "policy.action_squash", "tanh", "clip", "tanh"),
     ],
     "evaluate": ENV_CASES,
     "compare": ENV_CASES,
@@ -89,6 +90,7 @@ CASES: dict[str, list[Case]] = {
         _int("--seed", "train.seed"),
         _int("--torch-threads", "train.torch_threads"),
         Case("--artifacts-dir", "train.artifacts_dir", "cli_art", "env_art", "dotenv_art"),
+        Case("--action-squash", "policy.action_squash", "tanh", "clip", "tanh"),
     ],
     "serve": [
         Case("--mode", "service.mode", "async", "step", "async"),
