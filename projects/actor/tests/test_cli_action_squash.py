@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 from click.testing import CliRunner
-from tiny_cli import TINY_POLICY_ENV
+from tiny_cli import TINY_ARGS, TINY_POLICY_ENV, TINY_TRAIN
 
 from navi_actor.checkpoints import CheckpointError, load_checkpoint
 from navi_actor.cli import main
@@ -20,18 +20,8 @@ from navi_actor.evaluation.command import _checkpoint_policy
 from navi_actor.evaluation.evaluator import evaluate_policy
 from navi_actor.runners.learner_state import reference_policy
 
-TINY = ["--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1"]
-TRAIN = [
-    "train",
-    *TINY,
-    "--temporal-core",
-    "gru",
-    "--total-steps",
-    "32",
-    "--rollout-length",
-    "16",
-    "--no-telemetry",
-]
+TINY = TINY_ARGS
+TRAIN = TINY_TRAIN
 
 pytestmark = pytest.mark.usefixtures("restore_process_state")
 

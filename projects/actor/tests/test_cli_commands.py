@@ -9,7 +9,7 @@ import click
 import pytest
 import torch
 from click.testing import CliRunner
-from tiny_cli import TINY_POLICY_ENV
+from tiny_cli import TINY_POLICY_ENV, TINY_TRAIN
 
 from navi_actor.cli import brain_main, main
 
@@ -83,22 +83,11 @@ def test_train_models_evaluate_compare_promote(tmp_path: Path) -> None:
 
 
 def test_train_auto_resumes_from_the_registry(tmp_path: Path) -> None:
-    args = [
-        "train",
-        *TINY,
-        "--temporal-core",
-        "gru",
-        "--total-steps",
-        "32",
-        "--rollout-length",
-        "16",
-        "--no-telemetry",
-    ]
-    assert invoke(tmp_path, *args).exit_code == 0
-    assert invoke(tmp_path, *args).exit_code == 0
+    assert invoke(tmp_path, *TINY_TRAIN).exit_code == 0
+    assert invoke(tmp_path, *TINY_TRAIN).exit_code == 0
     manifests = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("runs/*/manifest.json"))]
     assert sorted(m["start_step_id"] for m in manifests) == [0, 32]
-    fresh = invoke(tmp_path, *args, "--no-auto-resume")
+    fresh = invoke(tmp_path, *TINY_TRAIN, "--no-auto-resume")
     assert fresh.exit_code == 0
 
 

@@ -13,3 +13,10 @@ TINY_POLICY_ENV = {
     "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
     "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
 }
+
+TINY_ARGS = ["--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1"]
+"""The command-line half: the point environment with two drones on one torch thread."""
+
+TINY_TRAIN = ["train", *TINY_ARGS, "--temporal-core", "gru", "--total-steps", "32",
+              "--rollout-length", "16", "--no-telemetry"]  # fmt: skip
+"""A 32-step ``navi-actor train`` (two rollouts of 16) without a telemetry socket."""
