@@ -20,7 +20,6 @@ from navi_actor.evaluation.command import _checkpoint_policy
 from navi_actor.evaluation.evaluator import evaluate_policy
 from navi_actor.runners.learner_state import reference_policy
 
-TINY = TINY_ARGS
 TRAIN = TINY_TRAIN
 
 pytestmark = pytest.mark.usefixtures("restore_process_state")
@@ -69,7 +68,7 @@ def test_a_tanh_run_trains_keeps_its_mode_and_evaluates_with_tanh_of_the_mean(tm
     flown, mean = torch.stack(env.received), torch.stack(means)
     assert torch.equal(flown, torch.tanh(mean))
     assert not torch.allclose(flown, mean.clamp(-1, 1))  # forward mean ~0.5: tanh and clip differ
-    cli = invoke(tmp_path, "evaluate", str(path), *TINY, "--episodes-per-scene", "2", "--mode", "mean")
+    cli = invoke(tmp_path, "evaluate", str(path), *TINY_ARGS, "--episodes-per-scene", "2", "--mode", "mean")
     assert cli.exit_code == 0, cli.output
 
     resumed = invoke(tmp_path, *TRAIN)  # auto-resume, nothing asked for: the checkpoint's mode goes on
