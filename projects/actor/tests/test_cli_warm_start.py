@@ -100,6 +100,7 @@ def test_the_warm_start_flies_every_training_scene_and_ppo_starts_from_its_clone
     result, run = runs["warm"]
     assert result.exit_code == 0, result.output
     assert "warm start: recording 64 steps on 2 scenes (16 per drone and scene, 2 drones)" in result.output
+    assert "warm start: flying scene 2/2 (hall_003.gmdag)" in result.output
     assert "cloning 2 epochs over 64 frames" in result.output
     facts = json.loads((run / "warm_start" / "warm_start.json").read_text())
     clone = run / "warm_start" / "clone.pt"
@@ -139,7 +140,20 @@ def test_a_resumed_run_does_not_warm_start_again(runs: dict[str, Any]) -> None:
     assert "warm start: recording" not in result.output and not (run / "warm_start").exists()
     described = manifest(run)  # it continued the warm-started run's promoted model, step 32
     assert described["resumed_from"].endswith("v001.pt") and described["start_step_id"] == 32
-    assert "warm_start" not in described and described["settings"]["ppo"]["value_warmup_updates"] == 0
+    assert "warm_start" not in described
+    # the first run did 1 of its 2 critic-only updates: the resumed run does the second one
+    assert "critic-only updates continue: 1 of 2 done before the resume" in result.output
+    assert described["settings"]["ppo"]["value_warmup_updates"] == 2
+
+    from navi_actor.checkpoints import load_checkpoint
+
+    _, warm_run = runs["warm"]
+    cloned = load_checkpoint(warm_run / "warm_start" / "clone.pt")
+    (final_path,) = run.glob("checkpoints/step_*.pt")
+    final = load_checkpoint(final_path)
+    assert final.update_index == 2
+    actor = [key for key in cloned.model if key.startswith("actor.") and "log_std" not in key]
+    assert all(torch.equal(cloned.model[key], final.model[key]) for key in actor)
 
 
 @pytest.mark.parametrize(

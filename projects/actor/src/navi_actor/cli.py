@@ -159,7 +159,7 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
                 f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
                 f"sensor {tuple(built.env.observation_shape)}"
             )
-            start = warm_started_training(settings, built, _artifacts(settings), checkpoint, console.note)
+            start = warm_started_training(settings, built, _artifacts(settings), checkpoint, console)
             telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
             runner = OnPolicyRunner(
                 start.settings,

@@ -15,6 +15,7 @@ ran).
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -22,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from navi_actor.checkpoints import Checkpoint
 from navi_actor.config import ActorSettings
+from navi_actor.runners.console import ProgressSink
 from navi_actor.runners.env_factory import BuiltEnvironment
 from navi_actor.runners.run_folder import RunFolder, new_run_id
 from navi_common.atomic import atomic_write_json
@@ -65,6 +68,7 @@ def run_warm_start(
     *,
     seed: int,
     note: Callable[[str], None] | None = None,
+    status: Callable[[str], None] | None = None,
 ) -> WarmStartResult:
     """Fly the frontier planner on every scene of ``env``, clone it, write ``folder/clone.pt``.
 
@@ -76,6 +80,7 @@ def run_warm_start(
         folder: where the warm start's files go (created; must not hold an earlier warm start).
         seed: start poses of the flights, BC's initial weights and shuffles.
         note: progress words for a person (one line per stage).
+        status: a passing status (which scene is being flown).
 
     Returns:
         The :class:`WarmStartResult`.
@@ -98,7 +103,12 @@ def run_warm_start(
         f"warm start: recording {share * drones * scenes:,} steps on {scenes} scene{'s' * (scenes != 1)} "
         f"({share} per drone and scene, {drones} drones) with the frontier planner"
     )
-    recording = record_frontier(env, warm.steps, demonstrations, seed=seed)
+
+    def flying(index: int, label: str) -> None:
+        if status is not None:
+            status(f"warm start: flying scene {index + 1}/{scenes} ({Path(label).name})")
+
+    recording = record_frontier(env, warm.steps, demonstrations, seed=seed, on_scene=flying)
     recorded = time.monotonic()
     say(
         f"warm start: recorded in {recorded - started:.0f} s; cloning {warm.epochs} epochs over "
@@ -174,14 +184,15 @@ def warm_started_training(
     built: BuiltEnvironment,
     artifacts_dir: Path,
     checkpoint: Path | None,
-    note: Callable[[str], None],
+    progress: ProgressSink,
 ) -> TrainingStart:
     """Run the warm start for a fresh ``train`` (``warm_start.steps`` > 0), never for a resumed one.
 
     A run resumes (and skips the warm start) when ``--checkpoint`` names a start or auto-resume finds
     one (a killed run on this corpus, or a registry model): the same choice the trainer then makes
-    (:func:`~navi_actor.runners.resume.choose_start`). Otherwise the run folder is created first, the
-    warm start writes into ``<run>/warm_start/``, and PPO starts from its clone.
+    (:func:`~navi_actor.runners.resume.choose_start`); critic-only updates the resumed run had not
+    finished still run. Otherwise the run folder is created first, the warm start writes into
+    ``<run>/warm_start/``, and PPO starts from its clone.
     """
     from navi_actor.registry import ModelRegistry
     from navi_actor.runners.resume import choose_start
@@ -189,21 +200,39 @@ def warm_started_training(
     if not settings.warm_start.steps:
         return TrainingStart(settings, checkpoint)
     shape = tuple(built.env.observation_shape)
-    if checkpoint is not None:
-        reason: str | None = f"continuing from {checkpoint}"
-    else:
-        start = choose_start(
-            settings, shape, ModelRegistry(artifacts_dir / "models"), corpus_summary=built.corpus_summary
-        )
-        reason = start.description if start.checkpoint is not None else None
-    if reason is not None:
-        note(f"warm start: skipped, this run continues a trained policy ({reason})")
-        return TrainingStart(settings, checkpoint)
+    registry = ModelRegistry(artifacts_dir / "models")
+    start = choose_start(settings, shape, registry, explicit=checkpoint, corpus_summary=built.corpus_summary)
+    if start.checkpoint is not None:
+        progress.note(f"warm start: skipped, this run continues a trained policy ({start.description})")
+        return TrainingStart(_unfinished_warmup(settings, start.checkpoint, progress), checkpoint)
     config = settings.policy_config(shape)
     run = RunFolder(artifacts_dir / "runs", new_run_id(f"{config.encoder_backend}-{config.temporal_core}"))
-    result = run_warm_start(settings, built.env, run.path / "warm_start", seed=settings.train.seed, note=note)
+    result = run_warm_start(
+        settings, built.env, run.path / "warm_start", seed=settings.train.seed, note=progress.note,
+        status=progress.status,
+    )  # fmt: skip
     return TrainingStart(
         settings_after_warm_start(settings, result.checkpoint), result.checkpoint, run, result.facts
+    )
+
+
+def _unfinished_warmup(settings: ActorSettings, start: Checkpoint, progress: ProgressSink) -> ActorSettings:
+    """Settings that finish the critic-only updates the resumed run had not finished.
+
+    Why: a warm-started run cut short (or ended by its budget) inside its first
+    ``value_warmup_updates`` updates would otherwise let the policy gradient loose on an untrained
+    critic when it resumes; the update counter travels with the checkpoint, the setting with its
+    ``settings`` JSON.
+    """
+    try:
+        stored = int(json.loads(start.settings_json)["ppo"]["value_warmup_updates"])
+    except (ValueError, KeyError, TypeError):  # a BC checkpoint, or one from another settings layout
+        return settings
+    if start.update_index >= stored or settings.ppo.value_warmup_updates >= stored:
+        return settings
+    progress.note(f"critic-only updates continue: {start.update_index} of {stored} done before the resume")
+    return settings.model_copy(
+        update={"ppo": settings.ppo.model_copy(update={"value_warmup_updates": stored})}
     )
 
 
