@@ -20,7 +20,7 @@ and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-
 >= 0.7x the frontier planner's.
 
 ``--warm-start-steps N`` first flies the frontier planner N environment steps on the training scenes
-(never a held-out one; split evenly over every training scene), behaviour-clones it into the policy
+(never a held-out one; every training scene, in rounds), behaviour-clones it into the policy
 PPO trains, and starts PPO from those weights (``warm_start`` in the JSON: its steps, BC epochs and
 losses, seconds); --steps counts PPO steps only. It is navi_actor.bc.warm_start, the same warm start
 as ``navi-actor train --warm-start-steps``. The clone before PPO also flies the plan with its mean

@@ -30,7 +30,7 @@ ENV = {
     "NAVI_ACTOR_BC__SEQUENCE_LENGTH": "8",
 }
 WARM = ["--warm-start-steps", "64", "--warm-start-epochs", "2", "--warm-start-value-updates", "2"]
-"""64 steps = 2 scenes x 2 drones x 16; the 32-step run's one PPO update is critic-only."""
+"""64 steps: one round of 32 steps, a drone in each scene; the 32-step run's one PPO update is critic-only."""
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +99,9 @@ def test_the_warm_start_flies_every_training_scene_and_ppo_starts_from_its_clone
 ) -> None:
     result, run = runs["warm"]
     assert result.exit_code == 0, result.output
-    assert "warm start: recording 64 steps on 2 scenes (16 per drone and scene, 2 drones)" in result.output
-    assert "warm start: flying scene 2/2 (hall_003.gmdag)" in result.output
+    recording = "recording 64 steps on 2 scenes with the frontier planner (1 round of 32 steps x 2 drones)"
+    assert recording in result.output
+    assert "warm start: round 1/1: apartment_003.gmdag, hall_003.gmdag" in result.output
     assert "cloning 2 epochs over 64 frames" in result.output
     facts = json.loads((run / "warm_start" / "warm_start.json").read_text())
     clone = run / "warm_start" / "clone.pt"

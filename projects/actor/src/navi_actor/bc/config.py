@@ -48,8 +48,8 @@ class WarmStartConfig(BaseModel):
 
     steps: int = Field(
         default=0, ge=0,
-        description="Environment steps (all drones) the frontier planner flies, split evenly over every "
-        "training scene, before PPO; 0 = no warm start. Never runs when the run resumes.",
+        description="Environment steps (all drones) the frontier planner flies over every training scene "
+        "before PPO; 0 = no warm start. Never runs when the run resumes.",
     )  # fmt: skip
     epochs: int = Field(default=20, gt=0, description="Behaviour-cloning epochs over the planner's flights.")
     value_updates: int = Field(

@@ -1,14 +1,17 @@
 """Fly the frontier planner on EVERY scene of a batched simulator; save the flights as demonstrations.
 
-Why per scene: a drone of a multi-scene backend stays ``episode.episodes_per_scene`` episodes (16 x
-500 steps) in its first scene, so the first 16,384-step warm start flew only 4 training scenes. Here
-each scene gets an even share of the steps: every drone is placed in scene k at a qualified spawn
-(``sample_starts``, seeded) and flies its share; a drone whose episode ends (collision, time limit)
-starts again in scene k, so no frame of scene k's share is flown elsewhere.
+Why rounds over every scene: a drone of a multi-scene backend stays ``episode.episodes_per_scene``
+episodes (16 x 500 steps) in its first scene, so the first 16,384-step warm start flew only 4
+training scenes. Here the scenes are flown in rounds (:func:`flight_plan`): in each round every drone
+is placed in its own scene (as many distinct scenes as there are drones, at most the scene cache's
+size) at a qualified spawn (``sample_starts``, seeded), and all drones fly the same number of steps;
+a drone whose episode ends (collision, time limit) starts again in its scene, so every frame of a
+scene's flight was flown there. Every scene is flown in one round; the last round wraps around to
+the first scenes when the scenes do not fill it.
 
 Why here and not navi_auditor's batch recorder: navi-actor may not import the auditor
 (docs/architecture.md), and ``navi-actor train --warm-start-steps`` needs the recording. The files
-follow the demonstration schema 1 (docs/demonstrations.md), one file per scene and drone, each
+follow the demonstration schema 1 (docs/demonstrations.md), one file per round and drone, each
 written atomically (deflated ``.npz`` through a temporary name), so ``navi-auditor demo-info`` reads
 them and ``bc-pretrain`` trains on them. They cannot be re-flown with ``replay`` (their episodes start
 at placed poses, not at ``reset(seed)``); the metadata says so (``placed_starts``).
@@ -42,12 +45,22 @@ class Recording:
     files: list[Path]
     steps: int  #: frames written, all files together
     scenes: list[str]  #: every scene flown (file path, or the in-memory scene's name)
-    steps_per_scene: int  #: per drone
+    rounds: int  #: flights one after the other, every drone in its own scene of the round
+    steps_per_flight: int  #: steps each drone flies in each round
 
 
-def steps_per_scene(steps: int, scenes: int, drones: int) -> int:
-    """Steps each drone flies in each scene so that all of them together fly at least ``steps``."""
-    return max(1, math.ceil(steps / (scenes * drones)))
+def flight_plan(scenes: int, drones: int, max_cached: int) -> list[list[int]]:
+    """``[round][drone]`` -> corpus scene: every scene in exactly one round, one after the other.
+
+    Why rounds of different scenes rather than all drones in one scene: a scene's share is then flown
+    by one drone (or ``drones / scenes`` of them) for longer, so the planner's flights go on beyond
+    the first metres of an episode. At most ``max_cached`` distinct scenes fly at once (the runtime
+    scene cache), as in training; the last round wraps around to the first scenes when the scenes
+    do not fill it, so no drone idles.
+    """
+    slots = max(1, min(drones, scenes, max_cached))
+    rounds = math.ceil(scenes / slots)
+    return [[(turn * slots + drone % slots) % scenes for drone in range(drones)] for turn in range(rounds)]
 
 
 def scene_label(scene: Any) -> str:
@@ -61,26 +74,31 @@ def record_frontier(
     out_dir: Path,
     *,
     seed: int = 0,
-    on_scene: Callable[[int, str], None] | None = None,
+    on_round: Callable[[int, int, list[str]], None] | None = None,
 ) -> Recording:
-    """Fly the frontier planner with every drone of ``env`` on each of its scenes in turn.
+    """Fly the frontier planner with every drone of ``env`` over all of its scenes, round by round.
 
     Args:
         env: a :class:`navi_environment.backend.SdfDagBackend` (it is reset; a trainer that steps it
             afterwards resets it again).
-        steps: environment steps in all, split evenly over scenes and drones (rounded up).
-        out_dir: folder for ``frontier-<scene index>-<scene stem>-d<drone>.npz``.
+        steps: environment steps in all, split evenly over the rounds and drones (rounded up).
+        out_dir: folder for ``frontier-r<round>-d<drone>-<scene stem>.npz``.
         seed: seeds the start poses.
-        on_scene: called with (scene index, label) before each scene (progress words).
+        on_round: called with (round index, rounds, the round's scene labels) before each round.
 
     Returns:
         The :class:`Recording`.
     """
     from navi_actor.evaluation.baselines import FrontierPolicy
 
-    drones, count = env.num_actors, env.num_scenes
-    share = steps_per_scene(steps, count, drones)
+    drones = env.num_actors
+    plan = flight_plan(env.num_scenes, drones, env.settings.scene.max_cached_scenes)
+    share = max(1, math.ceil(steps / (len(plan) * drones)))
     labels = [scene_label(scene) for scene in env.scenes.corpus]
+    stems = [
+        Path(label).stem if isinstance(entry, Path) else label
+        for label, entry in zip(labels, env.scenes.corpus, strict=True)
+    ]
     sensor = env.settings.sensor
     meta: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "matrix_shape": [sensor.azimuth_bins, sensor.elevation_bins],
@@ -90,30 +108,36 @@ def record_frontier(
     rng = np.random.default_rng(seed)
     env.reset(seed)
     files: list[Path] = []
-    for scene, label in enumerate(labels):
-        if on_scene is not None:
-            on_scene(scene, label)
-        planner = FrontierPolicy(env.settings, drones)  # a fresh map per scene
+    for turn, scenes in enumerate(plan):
+        if on_round is not None:
+            on_round(turn, len(plan), [labels[scene] for scene in sorted(set(scenes))])
+        planner = FrontierPolicy(env.settings, drones)  # fresh maps for the new scenes
         start_seed = int(rng.integers(2**31))
-        frames = _fly_scene(env, planner, scene, share, start_seed)
-        stem = Path(label).stem if isinstance(env.scenes.corpus[scene], Path) else label
-        for drone in range(drones):
-            path = out_dir / f"frontier-{scene:04d}-{stem}-d{drone}.npz"
+        frames = _fly_round(env, planner, torch.tensor(scenes), share, start_seed)
+        for drone, scene in enumerate(scenes):
+            path = out_dir / f"frontier-r{turn:04d}-d{drone}-{stems[scene]}.npz"
             rows = {name: array[:, drone] for name, array in frames.items()}
-            files.append(write_demonstration(path, rows, label, start_seed, {**meta, "drone_index": drone}))
-    return Recording(files, share * drones * count, labels, share)
+            files.append(
+                write_demonstration(path, rows, labels[scene], start_seed, {**meta, "drone_index": drone})
+            )
+    return Recording(files, share * drones * len(plan), labels, len(plan), share)
 
 
 @torch.inference_mode()
-def _fly_scene(env: Any, planner: Any, scene: int, share: int, seed: int) -> dict[str, np.ndarray]:
-    """``share`` steps of every drone in ``scene``; per-frame arrays shaped ``[share, drones, ...]``."""
+def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: int) -> dict[str, np.ndarray]:
+    """``share`` steps of every drone in its scene (``scenes`` [B]); arrays ``[share, drones, ...]``."""
     drones = env.num_actors
     generator = np.random.default_rng(seed)
     state = planner.initial_state(drones)
 
     def place(rows: torch.Tensor) -> torch.Tensor:
-        positions, yaws = env.sample_starts(scene, int(rows.numel()), int(generator.integers(2**31)))
-        return env.start_episodes(rows, torch.full((int(rows.numel()),), scene), positions, yaws)
+        positions = torch.zeros(int(rows.numel()), 3)
+        yaws = torch.zeros(int(rows.numel()))
+        for scene in scenes[rows].unique().tolist():
+            mine = scenes[rows] == scene
+            drawn = env.sample_starts(scene, int(mine.sum()), int(generator.integers(2**31)))
+            positions[mine], yaws[mine] = drawn
+        return env.start_episodes(rows, scenes[rows], positions, yaws)
 
     observation = place(torch.arange(drones))
     starts = torch.ones(drones, dtype=torch.bool)
@@ -138,7 +162,7 @@ def _fly_scene(env: Any, planner: Any, scene: int, share: int, seed: int) -> dic
             columns.setdefault(name, []).append(value.copy())
         starts = (out.terminated | out.truncated).cpu()
         ended = starts.nonzero().squeeze(1)
-        observation = place(ended) if ended.numel() else out.obs  # ended drones start again in ``scene``
+        observation = place(ended) if ended.numel() else out.obs  # ended drones start again in their scene
     return {name: np.stack(values) for name, values in columns.items()}
 
 

@@ -5,7 +5,7 @@ Why: PPO started from a clone of the planner's flights covered about twice what 
 its mean action, where PPO from scratch circled (docs/experiments/2026-11-tanh-squash-and-bc-warm-start.md).
 
 Everything goes under one folder (``<run>/warm_start/`` for ``train``): ``demonstrations/*.npz`` (the
-planner's flights, one file per scene and drone), ``bc/<bc run>/`` (BC's manifest, metrics, logs),
+planner's flights, one file per round and drone), ``bc/<bc run>/`` (BC's manifest, metrics, logs),
 ``clone.pt`` (the behaviour-cloned checkpoint PPO starts from) and, last, ``warm_start.json`` (what
 was done, how long it took, how well the clone imitates). Every file is written atomically; nothing
 ever reads a warm-start folder back to continue it, so one cut short by Ctrl+C is simply left behind
@@ -80,7 +80,7 @@ def run_warm_start(
         folder: where the warm start's files go (created; must not hold an earlier warm start).
         seed: start poses of the flights, BC's initial weights and shuffles.
         note: progress words for a person (one line per stage).
-        status: a passing status (which scene is being flown).
+        status: a passing status (the scenes each round flies).
 
     Returns:
         The :class:`WarmStartResult`.
@@ -89,7 +89,7 @@ def run_warm_start(
         FileExistsError: ``folder`` already holds demonstrations.
         DemonstrationError: the flights are too short to clone (e.g. fewer frames than BC streams).
     """
-    from navi_actor.bc.frontier_recording import record_frontier, steps_per_scene
+    from navi_actor.bc.frontier_recording import flight_plan, record_frontier
     from navi_actor.bc.pretrain import run_pretrain
 
     warm, say = settings.warm_start, note or (lambda line: None)
@@ -97,18 +97,19 @@ def run_warm_start(
     if demonstrations.exists() and any(demonstrations.glob("*.npz")):
         raise FileExistsError(f"{demonstrations} holds demonstrations; a warm start never reuses them")
     drones, scenes = env.num_actors, env.num_scenes
-    share = steps_per_scene(warm.steps, scenes, drones)
+    rounds = len(flight_plan(scenes, drones, env.settings.scene.max_cached_scenes))
+    flight = max(1, math.ceil(warm.steps / (rounds * drones)))
     started = time.monotonic()
     say(
-        f"warm start: recording {share * drones * scenes:,} steps on {scenes} scene{'s' * (scenes != 1)} "
-        f"({share} per drone and scene, {drones} drones) with the frontier planner"
+        f"warm start: recording {flight * drones * rounds:,} steps on {scenes} scene{'s' * (scenes != 1)} "
+        f"with the frontier planner ({rounds} round{'s' * (rounds != 1)} of {flight} steps x {drones} drones)"
     )
 
-    def flying(index: int, label: str) -> None:
+    def flying(turn: int, turns: int, labels: list[str]) -> None:
         if status is not None:
-            status(f"warm start: flying scene {index + 1}/{scenes} ({Path(label).name})")
+            status(f"warm start: round {turn + 1}/{turns}: {', '.join(Path(label).name for label in labels)}")
 
-    recording = record_frontier(env, warm.steps, demonstrations, seed=seed, on_scene=flying)
+    recording = record_frontier(env, warm.steps, demonstrations, seed=seed, on_round=flying)
     recorded = time.monotonic()
     say(
         f"warm start: recorded in {recorded - started:.0f} s; cloning {warm.epochs} epochs over "
@@ -123,7 +124,8 @@ def run_warm_start(
     facts: dict[str, Any] = {
         "steps": recording.steps,
         "steps_asked": warm.steps,
-        "steps_per_scene": recording.steps_per_scene,
+        "rounds": recording.rounds,
+        "steps_per_flight": recording.steps_per_flight,
         "drones": drones,
         "files": len(recording.files),
         "scenes": sorted(Path(label).name for label in recording.scenes),
