@@ -20,9 +20,11 @@ and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-
 >= 0.7x the frontier planner's.
 
 ``--warm-start-steps N`` first flies the frontier planner N environment steps on the training scenes
-(never a held-out one), behaviour-clones it into the policy PPO trains, and starts PPO from those
-weights (``warm_start`` in the JSON: its steps, BC epochs and losses, seconds); --steps counts PPO
-steps only. The clone before PPO also flies the plan with its mean action (``warm_start_mean_action``).
+(never a held-out one; every training scene, in rounds), behaviour-clones it into the policy
+PPO trains, and starts PPO from those weights (``warm_start`` in the JSON: its steps, BC epochs and
+losses, seconds); --steps counts PPO steps only. It is navi_actor.bc.warm_start, the same warm start
+as ``navi-actor train --warm-start-steps``. The clone before PPO also flies the plan with its mean
+action (``warm_start_mean_action``).
 
     uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR]
         [--split stratified|tail] [--warm-start-steps N [--warm-start-epochs E]]
@@ -31,17 +33,15 @@ steps only. The clone before PPO also flies the plan with its mean action (``war
 from __future__ import annotations
 
 import json
-import math
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
-import numpy as np
 import torch
 
+from navi_actor.bc.config import WarmStartConfig
+from navi_actor.bc.warm_start import run_warm_start, settings_after_warm_start
 from navi_actor.config import ActorSettings
 from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, ReactiveHeuristic
 from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_scenes
@@ -74,84 +74,9 @@ def backend_settings(episode_steps: int | None) -> Any:
     return EnvironmentSettings(**overrides)
 
 
-@dataclass(frozen=True)
-class WarmStart:
-    """``--warm-start-*``: behaviour-clone the frontier planner before PPO (steps 0 = no warm start)."""
-
-    steps: int = 0
-    epochs: int = 10
-    value_updates: int = 10
-
-
-def finite(value: float) -> float | None:
-    """``value``, or None for NaN (strict JSON has no NaN)."""
-    return None if math.isnan(value) else round(value, 6)
-
-
-def warm_start(
-    train_scenes: list[Path], settings: ActorSettings, warm: WarmStart, seed: int, artifacts: Path
-) -> tuple[Path, dict[str, Any]]:
-    """Fly the frontier planner on the TRAINING scenes, clone it into PPO's policy; (checkpoint, facts).
-
-    The planner (the evaluation's :class:`FrontierPolicy`, acting on the batched observations and
-    poses) flies the trainer's drones on the trainer's backend settings for ``warm.steps``
-    environment steps in total, recorded in the demonstration format (navi_auditor's batch recorder:
-    the executed actions, clipped to [-1, 1], are the labels). ``bc-pretrain``'s
-    :func:`run_pretrain` then trains the policy config PPO uses (``policy.*`` settings included) on
-    them with the ``bc`` settings (``NAVI_ACTOR_BC__*``) and ``warm.epochs`` epochs, and writes the
-    checkpoint PPO starts from.
-    """
-    from navi_actor.bc.pretrain import run_pretrain
-    from navi_auditor.demos.batch_recorder import record_pilot_batch
-
-    started = time.monotonic()
-    drones = settings.rollout.num_actors
-    env = backend(train_scenes, drones, None)  # the training backend: episode.max_steps as trained
-    planner = FrontierPolicy(env.settings, drones)
-    empty = planner.initial_state(drones)
-
-    def pilot(
-        obs: torch.Tensor, starts: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor
-    ) -> torch.Tensor:
-        return planner.act(obs, empty, starts, pose=(position, yaw)).action
-
-    per_drone = math.ceil(warm.steps / drones)
-    folder = artifacts / "warm_start_demonstrations"
-    folder.mkdir(parents=True)
-    files = record_pilot_batch(
-        env, pilot, pilot_name="frontier", steps=per_drone, out_dir=folder, stem="frontier", seed=seed
-    )
-    recorded = time.monotonic()
-    flown: set[str] = set()
-    for path in files:
-        with np.load(path, allow_pickle=False) as archive:
-            flown.update(Path(str(scene)).name for scene in archive["segment_scenes"])
-    result = run_pretrain(
-        settings.bc.model_copy(update={"epochs": warm.epochs}), settings.policy_config(),
-        demonstrations=folder, runs_root=artifacts / "runs", device=settings.train.device, seed=seed,
-        settings_json={"actor": settings.model_dump(mode="json")},
-    )  # fmt: skip
-    history = result.history
-    return result.checkpoint, {
-        "steps": per_drone * drones,
-        "drones": drones,
-        "files": len(files),
-        "scenes": sorted(flown),
-        "demonstrations": str(folder),
-        "epochs": warm.epochs,
-        "bc_frames": result.frames,
-        "bc_holdout_frames": result.holdout_frames,
-        "bc_optimizer_steps": history.optimizer_steps,
-        "bc_train_nll": [finite(history.train_nll[0]), finite(history.train_nll[-1])],
-        "bc_train_mse": [finite(history.train_mse[0]), finite(history.train_mse[-1])],
-        "bc_holdout_mse": finite(history.holdout_mse[-1]) if history.holdout_mse else None,
-        "bc_baseline_mse": finite(history.baseline_mse),
-        "record_seconds": round(recorded - started, 1),
-        "bc_seconds": round(time.monotonic() - recorded, 1),
-        "seconds": round(time.monotonic() - started, 1),
-        "value_warmup_updates": warm.value_updates,
-        "checkpoint": str(result.checkpoint),
-    }
+def say(line: str) -> None:
+    """Progress words on stderr (stdout holds only the JSON line)."""
+    click.echo(line, err=True)
 
 
 def trained_policy(
@@ -159,7 +84,7 @@ def trained_policy(
     minutes: float | None,
     steps: int | None,
     seed: int,
-    warm: WarmStart | None = None,
+    warm: WarmStartConfig | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Train the default trainer on ``train_scenes`` for ``minutes`` or ``steps``; (policy, JSON facts).
 
@@ -169,25 +94,24 @@ def trained_policy(
     asked for without a reference (``NAVI_ACTOR_PPO__REFERENCE_KL_COEF`` > 0) anchors to the clone: its
     path exists only once the warm start has run.
     """
-    warm = warm or WarmStart()
+    warm = warm or WarmStartConfig()
     values: dict[str, Any] = {
         "train": {"max_minutes": minutes, "total_steps": steps, "seed": seed},
         "telemetry": {"enabled": False},
         "checkpoint": {"auto_resume": False, "auto_promote": False},
+        "warm_start": warm.model_dump(),
     }
-    if warm.steps:
-        values["ppo"] = {"value_warmup_updates": warm.value_updates}
     settings = ActorSettings(**values)
     artifacts = Path(tempfile.mkdtemp(prefix="navi-bench-learning-"))
-    start, facts = warm_start(train_scenes, settings, warm, seed, artifacts) if warm.steps else (None, None)
-    if facts is not None:
-        if settings.ppo.reference_kl_coef > 0 and settings.ppo.reference_checkpoint is None:
-            values["ppo"]["reference_checkpoint"] = start
-            settings = ActorSettings(**values)
+    train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps as trained
+    start, facts = None, None
+    if warm.steps:  # the planner flies the training backend: never a held-out scene
+        result = run_warm_start(settings, train_env, artifacts / "warm_start", seed=seed, note=say)
+        start, facts = result.checkpoint, result.facts
+        settings = settings_after_warm_start(settings, start)
         reference = settings.ppo.reference_checkpoint
         facts["reference_checkpoint"] = str(reference) if reference is not None else None
         facts["reference_kl_coef"] = settings.ppo.reference_kl_coef
-    train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps
     names = [p.name for p in train_scenes]
     built = BuiltEnvironment(train_env, {"backend": "sdfdag", "scenes": len(names), "names": names})
     runner = OnPolicyRunner(settings, built, artifacts_dir=artifacts, checkpoint=start)
@@ -398,7 +322,9 @@ def main(
     if threads is not None:
         torch.set_num_threads(threads)
     train_scenes, eval_scenes = corpus_split(corpus, holdout, split)
-    warm = WarmStart(warm_start_steps, warm_start_epochs, warm_start_value_updates)
+    warm = WarmStartConfig(
+        steps=warm_start_steps, epochs=warm_start_epochs, value_updates=warm_start_value_updates
+    )
     if checkpoint is not None and warm.steps:
         raise click.ClickException("--warm-start-steps trains; --checkpoint skips training: pick one")
     if checkpoint is None:

@@ -97,7 +97,8 @@ TRAIN_FIELDS = ("train.total_steps", "train.max_minutes", "rollout.rollout_lengt
                 "distributed.num_workers", "distributed.learners", "train.logger",
                 "policy.action_squash")  # fmt: skip
 """Settings ``train`` exposes as ``--<field>``; a new one needs only its path here."""
-TRAIN_GROUPED = ("checkpoint.every_steps", "checkpoint.keep", "telemetry.endpoint")
+TRAIN_GROUPED = ("checkpoint.every_steps", "checkpoint.keep", "telemetry.endpoint", "warm_start.steps",
+                 "warm_start.epochs", "warm_start.value_updates")  # fmt: skip
 """Settings ``train`` exposes as ``--<group>-<field>`` (the field's name alone says too little)."""
 
 
@@ -117,7 +118,11 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     Continues from the registry's latest model unless --checkpoint or --no-auto-resume is given;
     writes artifacts/runs/<run_id>/ (manifest.json, metrics.jsonl, checkpoints/) and promotes a
     checkpoint to the registry when its reward EMA beats the best one. Ctrl+C saves a final checkpoint.
+    --warm-start-steps N first behaviour-clones the frontier planner (N steps over every training
+    scene) and starts PPO from the clone; a resumed run skips it.
     """
+    from navi_actor.bc.dataset import DemonstrationError
+    from navi_actor.bc.warm_start import warm_started_training
     from navi_actor.runners.env_factory import build_environment
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
     from navi_actor.runners.resume import describe_scenes
@@ -130,6 +135,13 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     console, console_level = _training_console(settings)
     _start(settings, console_level)
     _stop_on_sigterm()
+    if settings.warm_start.steps:
+        from navi_actor.bc.warm_start import check_warm_start
+
+        try:
+            check_warm_start(settings)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from error
     if settings.train.backend == "ray":
         _train_on_ray(settings, checkpoint)
         return
@@ -147,22 +159,27 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
                 f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
                 f"sensor {tuple(built.env.observation_shape)}"
             )
+            start = warm_started_training(settings, built, _artifacts(settings), checkpoint, console)
             telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
             runner = OnPolicyRunner(
-                settings,
+                start.settings,
                 built,
                 artifacts_dir=_artifacts(settings),
-                checkpoint=checkpoint,
+                checkpoint=start.checkpoint,
                 telemetry=telemetry,
                 progress=console,
+                run_folder=start.run,
+                manifest_extra={"warm_start": start.facts} if start.facts is not None else None,
             )
         with (runner.run.logs / "events.jsonl").open("a", encoding="utf-8") as stream:
             stream.writelines(early)
         summary = runner.run_training()
-    except KeyboardInterrupt:  # before the first update: no run folder holds anything yet
+    except KeyboardInterrupt:  # before the first update: no run folder holds a checkpoint yet
         console.close()
         click.echo("train: stopped before training started; nothing to save", err=True)
         return
+    except (DemonstrationError, FileExistsError) as error:  # a warm start's flights too short to clone
+        raise click.ClickException(f"warm start: {error}") from error
     except (ValueError, FloatingPointError) as error:  # bad checkpoint or settings; a diverged update
         raise click.ClickException(str(error)) from error
     finally:

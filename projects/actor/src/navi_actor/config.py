@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from navi_actor.bc.config import BCConfig
+from navi_actor.bc.config import BCConfig, WarmStartConfig
 from navi_actor.distributed.config import DistributedConfig
 from navi_actor.inference.config import InferenceConfig
 from navi_actor.launcher.config import LauncherConfig
@@ -201,6 +201,7 @@ class ActorSettings(NaviSettings):
     environment: EnvironmentChoice = Field(default_factory=EnvironmentChoice)
     train: TrainConfig = Field(default_factory=TrainConfig)
     bc: BCConfig = Field(default_factory=BCConfig)
+    warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig)
     distributed: DistributedConfig = Field(default_factory=DistributedConfig)
     # Read by serve / infer / navi-stack; declared here so one .env serves every actor command.
     service: ServiceConfig = Field(default_factory=ServiceConfig)

@@ -34,3 +34,26 @@ class BCConfig(BaseModel):
         default=None,
         description="Frozen action log-std during BC (and after it, for RL). Default: keep the policy's.",
     )
+
+
+class WarmStartConfig(BaseModel):
+    """``navi-actor train``'s warm start: behaviour-clone the frontier planner before PPO.
+
+    Why a trainer option: PPO from a clone of the planner's flights doubled the mean action's
+    coverage (docs/experiments/2026-11-tanh-squash-and-bc-warm-start.md), and a user should not
+    need three commands for it. Off by default (``steps`` 0) until more seeds confirm the gain.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    steps: int = Field(
+        default=0, ge=0,
+        description="Environment steps (all drones) the frontier planner flies over every training scene "
+        "before PPO; 0 = no warm start. Never runs when the run resumes.",
+    )  # fmt: skip
+    epochs: int = Field(default=20, gt=0, description="Behaviour-cloning epochs over the planner's flights.")
+    value_updates: int = Field(
+        default=10, ge=0,
+        description="First PPO updates after the warm start that train only the critic "
+        "(sets ppo.value_warmup_updates).",
+    )  # fmt: skip

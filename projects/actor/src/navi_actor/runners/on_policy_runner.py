@@ -67,6 +67,8 @@ class OnPolicyRunner:
         telemetry: optional live telemetry publisher.
         progress: where human words go: a :class:`ProgressSink` (live line on a terminal) or a
             ``str -> None`` callback.
+        run_folder: a run folder made before the runner (a warm start wrote into it); default: a new one.
+        manifest_extra: more facts for the run's manifest (e.g. ``warm_start``).
     """
 
     def __init__(
@@ -78,6 +80,8 @@ class OnPolicyRunner:
         checkpoint: Path | None = None,
         telemetry: TrainingTelemetry | None = None,
         progress: ProgressSink | Callable[[str], None] | None = None,
+        run_folder: RunFolder | None = None,
+        manifest_extra: dict[str, Any] | None = None,
     ) -> None:
         self.source: RolloutSource = LocalRollouts(source) if isinstance(source, BuiltEnvironment) else source
         self.settings, self.corpus_summary = settings, self.source.corpus_summary
@@ -104,7 +108,7 @@ class OnPolicyRunner:
         self.learner.schedule(math.ceil(total / self.steps_per_rollout) if total else None)
         self.storage = self.source.new_storage(state)
         label = f"{state.policy_config.encoder_backend}-{state.policy_config.temporal_core}"
-        self.run = RunFolder(artifacts_dir / "runs", new_run_id(label))
+        self.run = run_folder or RunFolder(artifacts_dir / "runs", new_run_id(label))
         self.run.write_manifest(
             settings.model_dump(mode="json"),
             {
@@ -115,6 +119,7 @@ class OnPolicyRunner:
                 "policy_config": state.policy_config.model_dump(mode="json"),
                 "corpus_summary": self.corpus_summary,
                 "observation_shape": list(observation_shape),
+                **(manifest_extra or {}),
             },
         )
         self._last_checkpoint_step, self._saved_once = self.counters.step_id, False

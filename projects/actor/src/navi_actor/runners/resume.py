@@ -109,6 +109,9 @@ def choose_start(
             f"continuing from {explicit} (step {checkpoint.step_id:,}, trained on "
             f"{describe_scenes(checkpoint.corpus_summary)})"
         )
+        if checkpoint.training_source == "bc":  # its corpus summary lists demonstrations, not scenes
+            frames = checkpoint.corpus_summary.get("frames", "?")
+            words = f"the behaviour-cloned policy {explicit} ({frames} demonstration frames)"
         return StartPoint(checkpoint.policy_config, checkpoint, explicit, words)
     if settings.checkpoint.auto_resume and corpus_summary is not None:
         killed = killed_run_start(

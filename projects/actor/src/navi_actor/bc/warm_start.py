@@ -1,0 +1,243 @@
+"""The frontier-planner warm start: record the planner, behaviour-clone it, start PPO from the clone.
+
+One implementation for ``navi-actor train --warm-start-steps N`` and ``scripts/bench_learning.py``.
+Why: PPO started from a clone of the planner's flights covered about twice what random covers with
+its mean action, where PPO from scratch circled (docs/experiments/2026-11-tanh-squash-and-bc-warm-start.md).
+
+Everything goes under one folder (``<run>/warm_start/`` for ``train``): ``demonstrations/*.npz`` (the
+planner's flights, one file per round and drone), ``bc/<bc run>/`` (BC's manifest, metrics, logs),
+``clone.pt`` (the behaviour-cloned checkpoint PPO starts from) and, last, ``warm_start.json`` (what
+was done, how long it took, how well the clone imitates). Every file is written atomically; nothing
+ever reads a warm-start folder back to continue it, so one cut short by Ctrl+C is simply left behind
+(a later run records and clones afresh, or resumes from PPO checkpoints, which it only has once PPO
+ran).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from navi_actor.checkpoints import Checkpoint
+from navi_actor.config import ActorSettings
+from navi_actor.runners.console import ProgressSink
+from navi_actor.runners.env_factory import BuiltEnvironment
+from navi_actor.runners.run_folder import RunFolder, new_run_id
+from navi_common.atomic import atomic_write_json
+
+FACTS_FILE = "warm_start.json"
+"""Written last: the warm start finished (its checkpoint, losses and timings)."""
+
+
+@dataclass(frozen=True)
+class WarmStartResult:
+    """The behaviour-cloned checkpoint PPO starts from, and what the warm start did (JSON-able)."""
+
+    checkpoint: Path
+    facts: dict[str, Any]
+
+
+def check_warm_start(settings: ActorSettings) -> None:
+    """Refuse settings a warm start cannot run with, in one line.
+
+    Raises:
+        ValueError: the point environment (the planner flies the real simulator) or Ray rollout
+            workers (the warm start records in-process).
+    """
+    if settings.environment.backend != "sdfdag":
+        raise ValueError(
+            f"warm_start.steps={settings.warm_start.steps} needs the sdfdag environment (the frontier "
+            f"planner flies the real simulator), not environment.backend={settings.environment.backend}"
+        )
+    if settings.train.backend != "local":
+        raise ValueError(
+            f"warm_start.steps={settings.warm_start.steps} needs train.backend=local; with Ray, clone "
+            "by hand (explore --autopilot frontier --record, bc-pretrain) and train --checkpoint"
+        )
+
+
+def run_warm_start(
+    settings: ActorSettings,
+    env: Any,
+    folder: Path,
+    *,
+    seed: int,
+    note: Callable[[str], None] | None = None,
+    status: Callable[[str], None] | None = None,
+) -> WarmStartResult:
+    """Fly the frontier planner on every scene of ``env``, clone it, write ``folder/clone.pt``.
+
+    Args:
+        settings: the trainer's settings: ``warm_start`` (steps, epochs), ``bc`` (learning rate,
+            streams, ...), ``policy`` (the architecture PPO trains) and ``train.device``.
+        env: the TRAINING simulator (:class:`~navi_environment.backend.SdfDagBackend`), never one
+            holding evaluation scenes; it is reset, and PPO's collector resets it again.
+        folder: where the warm start's files go (created; must not hold an earlier warm start).
+        seed: start poses of the flights, BC's initial weights and shuffles.
+        note: progress words for a person (one line per stage).
+        status: a passing status (the scenes each round flies).
+
+    Returns:
+        The :class:`WarmStartResult`.
+
+    Raises:
+        FileExistsError: ``folder`` already holds demonstrations.
+        DemonstrationError: the flights are too short to clone (e.g. fewer frames than BC streams).
+    """
+    from navi_actor.bc.frontier_recording import flight_plan, record_frontier
+    from navi_actor.bc.pretrain import run_pretrain
+
+    warm, say = settings.warm_start, note or (lambda line: None)
+    demonstrations = folder / "demonstrations"
+    if demonstrations.exists() and any(demonstrations.glob("*.npz")):
+        raise FileExistsError(f"{demonstrations} holds demonstrations; a warm start never reuses them")
+    drones, scenes = env.num_actors, env.num_scenes
+    rounds = len(flight_plan(scenes, drones, env.settings.scene.max_cached_scenes))
+    flight = max(1, math.ceil(warm.steps / (rounds * drones)))
+    started = time.monotonic()
+    say(
+        f"warm start: recording {flight * drones * rounds:,} steps on {scenes} scene{'s' * (scenes != 1)} "
+        f"with the frontier planner ({rounds} round{'s' * (rounds != 1)} of {flight} steps x {drones} drones)"
+    )
+
+    def flying(turn: int, turns: int, labels: list[str]) -> None:
+        if status is not None:
+            status(f"warm start: round {turn + 1}/{turns}: {', '.join(Path(label).name for label in labels)}")
+
+    recording = record_frontier(env, warm.steps, demonstrations, seed=seed, on_round=flying)
+    recorded = time.monotonic()
+    say(
+        f"warm start: recorded in {recorded - started:.0f} s; cloning {warm.epochs} epochs over "
+        f"{recording.steps:,} frames"
+    )
+    result = run_pretrain(
+        settings.bc.model_copy(update={"epochs": warm.epochs}), settings.policy_config(),
+        demonstrations=demonstrations, runs_root=folder / "bc", out=folder / "clone.pt",
+        device=settings.train.device, seed=seed, settings_json={"actor": settings.model_dump(mode="json")},
+    )  # fmt: skip
+    history = result.history
+    facts: dict[str, Any] = {
+        "steps": recording.steps,
+        "steps_asked": warm.steps,
+        "rounds": recording.rounds,
+        "steps_per_flight": recording.steps_per_flight,
+        "drones": drones,
+        "files": len(recording.files),
+        "scenes": sorted(Path(label).name for label in recording.scenes),
+        "demonstrations": str(demonstrations),
+        "epochs": warm.epochs,
+        "bc_frames": result.frames,
+        "bc_holdout_frames": result.holdout_frames,
+        "bc_optimizer_steps": history.optimizer_steps,
+        "bc_train_nll": [_finite(history.train_nll[0]), _finite(history.train_nll[-1])],
+        "bc_train_mse": [_finite(history.train_mse[0]), _finite(history.train_mse[-1])],
+        "bc_holdout_mse": _finite(history.holdout_mse[-1]) if history.holdout_mse else None,
+        "bc_baseline_mse": _finite(history.baseline_mse),
+        "record_seconds": round(recorded - started, 1),
+        "bc_seconds": round(time.monotonic() - recorded, 1),
+        "seconds": round(time.monotonic() - started, 1),
+        "value_warmup_updates": warm.value_updates,
+        "checkpoint": str(result.checkpoint),
+    }
+    atomic_write_json(folder / FACTS_FILE, facts)
+    imitation = (
+        f"held-out action MSE {facts['bc_holdout_mse']:.3f} against {facts['bc_baseline_mse']:.3f} for the "
+        "best constant action"
+        if facts["bc_holdout_mse"] is not None and facts["bc_baseline_mse"] is not None
+        else f"train action MSE {facts['bc_train_mse'][0]} -> {facts['bc_train_mse'][1]}"
+    )
+    say(
+        f"warm start: cloned in {facts['bc_seconds']:.0f} s ({imitation}); PPO starts from "
+        f"{result.checkpoint}, critic only for its first {warm.value_updates} updates"
+    )
+    return WarmStartResult(result.checkpoint, facts)
+
+
+def settings_after_warm_start(settings: ActorSettings, clone: Path) -> ActorSettings:
+    """PPO's settings once it starts from the clone: ``warm_start.value_updates`` critic-only updates
+    (the clone's critic never saw a return), and a KL penalty asked for without a reference
+    (``ppo.reference_kl_coef`` > 0) anchored to the clone."""
+    update: dict[str, Any] = {"value_warmup_updates": settings.warm_start.value_updates}
+    if settings.ppo.reference_kl_coef > 0 and settings.ppo.reference_checkpoint is None:
+        update["reference_checkpoint"] = clone
+    return settings.model_copy(update={"ppo": settings.ppo.model_copy(update=update)})
+
+
+@dataclass(frozen=True)
+class TrainingStart:
+    """Where ``navi-actor train`` starts PPO: settings, start checkpoint, and a run folder made early.
+
+    ``run`` and ``facts`` are set only when a warm start ran (its files live in ``run``).
+    """
+
+    settings: ActorSettings
+    checkpoint: Path | None
+    run: RunFolder | None = None
+    facts: dict[str, Any] | None = None
+
+
+def warm_started_training(
+    settings: ActorSettings,
+    built: BuiltEnvironment,
+    artifacts_dir: Path,
+    checkpoint: Path | None,
+    progress: ProgressSink,
+) -> TrainingStart:
+    """Run the warm start for a fresh ``train`` (``warm_start.steps`` > 0), never for a resumed one.
+
+    A run resumes (and skips the warm start) when ``--checkpoint`` names a start or auto-resume finds
+    one (a killed run on this corpus, or a registry model): the same choice the trainer then makes
+    (:func:`~navi_actor.runners.resume.choose_start`); critic-only updates the resumed run had not
+    finished still run. Otherwise the run folder is created first, the warm start writes into
+    ``<run>/warm_start/``, and PPO starts from its clone.
+    """
+    from navi_actor.registry import ModelRegistry
+    from navi_actor.runners.resume import choose_start
+
+    if not settings.warm_start.steps:
+        return TrainingStart(settings, checkpoint)
+    shape = tuple(built.env.observation_shape)
+    registry = ModelRegistry(artifacts_dir / "models")
+    start = choose_start(settings, shape, registry, explicit=checkpoint, corpus_summary=built.corpus_summary)
+    if start.checkpoint is not None:
+        progress.note(f"warm start: skipped, this run continues a trained policy ({start.description})")
+        return TrainingStart(_unfinished_warmup(settings, start.checkpoint, progress), checkpoint)
+    config = settings.policy_config(shape)
+    run = RunFolder(artifacts_dir / "runs", new_run_id(f"{config.encoder_backend}-{config.temporal_core}"))
+    result = run_warm_start(
+        settings, built.env, run.path / "warm_start", seed=settings.train.seed, note=progress.note,
+        status=progress.status,
+    )  # fmt: skip
+    return TrainingStart(
+        settings_after_warm_start(settings, result.checkpoint), result.checkpoint, run, result.facts
+    )
+
+
+def _unfinished_warmup(settings: ActorSettings, start: Checkpoint, progress: ProgressSink) -> ActorSettings:
+    """Settings that finish the critic-only updates the resumed run had not finished.
+
+    Why: a warm-started run cut short (or ended by its budget) inside its first
+    ``value_warmup_updates`` updates would otherwise let the policy gradient loose on an untrained
+    critic when it resumes; the update counter travels with the checkpoint, the setting with its
+    ``settings`` JSON.
+    """
+    try:
+        stored = int(json.loads(start.settings_json)["ppo"]["value_warmup_updates"])
+    except (ValueError, KeyError, TypeError):  # a BC checkpoint, or one from another settings layout
+        return settings
+    if start.update_index >= stored or settings.ppo.value_warmup_updates >= stored:
+        return settings
+    progress.note(f"critic-only updates continue: {start.update_index} of {stored} done before the resume")
+    return settings.model_copy(
+        update={"ppo": settings.ppo.model_copy(update={"value_warmup_updates": stored})}
+    )
+
+
+def _finite(value: float) -> float | None:
+    """``value`` rounded, or None for NaN (strict JSON has no NaN)."""
+    return None if math.isnan(value) else round(value, 6)
