@@ -1,8 +1,9 @@
 """Demonstration data for behaviour cloning: load ``.npz`` files, split by episode, lay out BPTT streams.
 
 The file schema is documented in ``docs/demonstrations.md`` (written by ``navi-auditor explore
---record``). navi-actor reads it with numpy alone: the dependency rule forbids importing the
-auditor, so this module checks the few arrays it needs itself and names the file and rule broken.
+--record``). navi-actor reads it with numpy alone (the schema's constants come from
+``navi_common.demonstrations``; the dependency rule forbids importing the auditor): this module
+checks the few arrays it needs and names the file and rule broken.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from navi_common.demonstrations import DEMO_SCHEMA_VERSION
+
 REQUIRED_ARRAYS = ("observations", "actions", "episode_starts", "metadata")
-SUPPORTED_SCHEMA = 1
 
 
 class DemonstrationError(ValueError):
@@ -73,8 +75,9 @@ def _load_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
             raise
         raise DemonstrationError(f"{path} is not a readable .npz: {error}") from error
     metadata = json.loads(str(arrays.pop("metadata")))
-    if metadata.get("schema_version") != SUPPORTED_SCHEMA:
-        raise DemonstrationError(f"{path}: schema_version {metadata.get('schema_version')!r}, expected 1")
+    if metadata.get("schema_version") != DEMO_SCHEMA_VERSION:
+        version = metadata.get("schema_version")
+        raise DemonstrationError(f"{path}: schema_version {version!r}, expected {DEMO_SCHEMA_VERSION}")
     obs, actions, starts = arrays["observations"], arrays["actions"], arrays["episode_starts"]
     n = actions.shape[0]
     if obs.dtype != np.float32 or obs.ndim != 4 or obs.shape[0] != n or obs.shape[1] != 3:

@@ -32,10 +32,8 @@ import numpy as np
 import torch
 
 from navi_common.atomic import atomic_write
+from navi_common.demonstrations import DEMO_SCHEMA_VERSION, FRAME_FIELDS
 from navi_common.provenance import git_revision
-
-SCHEMA_VERSION = 1
-"""The demonstration schema these files follow (navi_auditor.demos.schema.DEMO_SCHEMA_VERSION)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,7 @@ def record_frontier(
     ]
     sensor = env.settings.sensor
     meta: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "matrix_shape": [sensor.azimuth_bins, sensor.elevation_bins],
+        "schema_version": DEMO_SCHEMA_VERSION, "matrix_shape": [sensor.azimuth_bins, sensor.elevation_bins],
         "pilot": "frontier", "seed": seed, "batch_drones": drones, "placed_starts": True,
         "git_revision": git_revision(), "environment_settings": env.settings.model_dump_json(),
     }  # fmt: skip
@@ -166,14 +164,6 @@ def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: i
     return {name: np.stack(values) for name, values in columns.items()}
 
 
-_DTYPES = {
-    "observations": np.float32, "actions": np.float32, "episode_starts": np.bool_, "episode_ids": np.int64,
-    "segment_ids": np.int32, "rewards": np.float32, "terminated": np.bool_, "truncated": np.bool_,
-    "collisions": np.bool_, "positions": np.float32, "yaw": np.float32, "timestamps": np.float64,
-}  # fmt: skip
-"""The schema's per-frame arrays and their dtypes (navi_auditor.demos.schema.FRAME_FIELDS)."""
-
-
 def write_demonstration(
     path: Path, frames: dict[str, np.ndarray], scene: str, seed: int, metadata: dict[str, Any]
 ) -> Path:
@@ -183,7 +173,7 @@ def write_demonstration(
     temporary file that no reader globs (``*.npz``).
     """
     arrays: dict[str, np.ndarray] = {
-        name: np.ascontiguousarray(frames[name], dtype=dtype) for name, dtype in _DTYPES.items()
+        name: np.ascontiguousarray(frames[name], dtype=dtype) for name, (dtype, _) in FRAME_FIELDS.items()
     }
     arrays["segment_scenes"] = np.array([scene], dtype=np.str_)
     arrays["segment_seeds"] = np.array([seed], dtype=np.int64)

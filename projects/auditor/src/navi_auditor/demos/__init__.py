@@ -1,14 +1,14 @@
 """Demonstration files: schema, crash-safe writer, reader."""
 
 from navi_auditor.demos.reader import find_demonstrations, load_demonstration
-from navi_auditor.demos.schema import (
+from navi_auditor.demos.writer import DemoWriter, merge_parts, parts_folder
+from navi_common.demonstrations import (
     DEMO_SCHEMA_VERSION,
     FRAME_FIELDS,
     DemoFormatError,
     Demonstration,
     validate_demonstration,
 )
-from navi_auditor.demos.writer import DemoWriter, merge_parts, parts_folder
 
 __all__ = [
     "DEMO_SCHEMA_VERSION",

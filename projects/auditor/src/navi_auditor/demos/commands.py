@@ -9,8 +9,8 @@ import click
 import numpy as np
 
 from navi_auditor.demos.reader import load_demonstration
-from navi_auditor.demos.schema import DemoFormatError
 from navi_auditor.demos.writer import merge_parts
+from navi_common.demonstrations import DemoFormatError
 
 
 @click.command("demo-info")

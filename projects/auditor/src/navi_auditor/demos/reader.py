@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from navi_auditor.demos.schema import FRAME_FIELDS, DemoFormatError, Demonstration, validate_demonstration
 from navi_auditor.demos.writer import METADATA_FILE, PARTS_SUFFIX, SEGMENTS_FILE
+from navi_common.demonstrations import FRAME_FIELDS, DemoFormatError, Demonstration, validate_demonstration
 
 
 def load_demonstration(path: Path) -> Demonstration:

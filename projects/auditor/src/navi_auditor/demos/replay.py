@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from navi_auditor.demos.schema import DemoFormatError, Demonstration
 from navi_auditor.explorer.session import SceneSource, make_backend
+from navi_common.demonstrations import DemoFormatError, Demonstration
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.scene import RuntimeScene
 

@@ -27,8 +27,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import structlog
 
-from navi_auditor.demos.schema import DEMO_SCHEMA_VERSION, FRAME_FIELDS, frame_shape
 from navi_common.atomic import atomic_write
+from navi_common.demonstrations import DEMO_SCHEMA_VERSION, FRAME_FIELDS, frame_shape
 
 log = structlog.get_logger()
 

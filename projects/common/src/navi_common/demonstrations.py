@@ -1,4 +1,8 @@
-"""The demonstration file schema (``artifacts/demonstrations/*.npz``), shared by writer and readers.
+"""The demonstration file schema (``artifacts/demonstrations/*.npz``), shared by writers and readers.
+
+It lives in navi_common because two packages write the format and may not import each other: the
+auditor (``explore --record``, its batch recorder) and the actor (the trainer's frontier-planner warm
+start, ``navi_actor.bc.frontier_recording``); the actor's BC loader reads it.
 
 One file holds N frames. Frame ``i`` is: the observation the pilot saw, the action actually passed
 to ``backend.step`` (already clipped to [-1, 1], the space the environment executes), and what that
