@@ -9,12 +9,12 @@ little-endian and C order.
 
 Nothing is copied: the encoder hands out read-only views of the model's arrays, the decoder wraps
 each received frame with ``np.ndarray(shape, dtype, buffer=frame)`` (read-only arrays that keep the
-frames alive). Untrusted
-input is checked before it is used: frame count and total size, header size and msgpack container
-sizes, then per array its dtype, rank, element count and batch against the limits and the frame's
-byte count against the shape, all before a single array exists. The model is then built the normal
-way, so a decoded message passes exactly the validation (value ranges, cross-field sizes) of one
-built in code. Any bad input raises :class:`~navi_contracts.errors.ContractError`, and only that.
+frames alive). Untrusted input is checked before it is used: frame count and total size, header size
+and msgpack container sizes, then per array its dtype, rank, element count and batch against the
+limits and the frame's byte count against the shape, all before a single array exists. The model is
+then built the normal way, so a decoded message passes exactly the validation (value ranges,
+cross-field sizes) of one built in code. Any bad input raises
+:class:`~navi_contracts.errors.ContractError`, and only that.
 
 :func:`encode` / :func:`decode` carry the same frames as one buffer (recordings, replays):
 ``b"NAVI"``, the frame count (u32), each frame's length (u64), then the frames, each starting at an
@@ -23,7 +23,6 @@ built in code. Any bad input raises :class:`~navi_contracts.errors.ContractError
 
 from __future__ import annotations
 
-import math
 import struct
 import sys
 from collections.abc import Iterator, Sequence
@@ -82,45 +81,48 @@ def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
     Returns:
         Frame 0 is the msgpack header; frames 1.. hold the arrays.
     """
-    arrays: list[np.ndarray] = []
-    header = _header(model, arrays)
-    try:
-        packed: bytes = msgpack.packb(header)
-    except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past uint64
-        raise ContractError(f"cannot encode {type(model).__name__}: {exc}") from exc
-    if copy:
-        return [packed, *(array.tobytes() for array in arrays)]
-    return [packed, *(array.data for array in arrays)]
-
-
-@cache
-def _field_roles(cls: type[WireModel]) -> dict[str, ArraySpec | type[WireModel] | None]:
-    """Field name -> its ArraySpec, nested model class, or None for a scalar, for every field of ``cls``."""
-    specs, nested = array_specs(cls), nested_models(cls)
-    return {name: specs.get(name) or nested.get(name) for name in cls.model_fields}
-
-
-def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
-    """The header map of ``model``; its arrays (C order, little-endian) are appended to ``arrays``."""
     cls = type(model)
     if not isinstance(model, WireModel) or not cls.WIRE_KIND:
         raise ContractError(f"can only encode wire models, got {cls.__name__}")
-    values = model.__dict__
-    header: dict[str, Any] = {"kind": cls.WIRE_KIND}
-    for name, role in _field_roles(cls).items():
-        value = values[name]
-        if value is None or role is None:
-            header[name] = value
-        elif type(role) is ArraySpec:
-            if value.dtype == role.np_dtype and value.flags.c_contiguous and not _BIG_ENDIAN_HOST:
+    frames: list[Frame] = [b""]
+    header = _header(model, frames)
+    try:
+        frames[0] = msgpack.packb(header)
+    except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past uint64
+        raise ContractError(f"cannot encode {cls.__name__}: {exc}") from exc
+    if copy:
+        return [frames[0], *(bytes(view) for view in frames[1:])]
+    return frames
+
+
+@cache
+def _field_roles(cls: type[WireModel]) -> dict[str, ArraySpec | type[WireModel]]:
+    """Field name -> its ArraySpec or nested model class, for the array and nested-model fields of
+    ``cls`` in declaration order; the other fields are scalars, sent as they are."""
+    roles: dict[str, ArraySpec | type[WireModel]] = {**array_specs(cls), **nested_models(cls)}
+    return {name: roles[name] for name in cls.model_fields if name in roles}
+
+
+def _header(model: WireModel, frames: list[Frame]) -> dict[str, Any]:
+    """The header map of ``model``; its arrays' bytes (C order, little-endian) go to ``frames``."""
+    # Every field in declaration order (pydantic's __dict__ order, also _field_roles'), so the arrays
+    # below take their frames in the order the header lists them.
+    header: dict[str, Any] = {"kind": model.WIRE_KIND, **model.__dict__}
+    for name, role in _field_roles(type(model)).items():
+        value = header[name]
+        if value is None:
+            continue
+        if type(role) is ArraySpec:
+            data = value.data  # a memoryview of the array (also of a strided one)
+            if data.c_contiguous and value.dtype == role.np_dtype and not _BIG_ENDIAN_HOST:
                 dtype = role.wire_dtype  # the usual case: a validated array, sent as it is
             else:
                 value = _wire_array(value)
-                dtype = value.dtype.str
-            header[name] = {"dtype": dtype, "shape": value.shape}  # msgpack packs tuples as arrays
-            arrays.append(value)
+                data, dtype = value.data, value.dtype.str
+            header[name] = {"dtype": dtype, "shape": data.shape}  # msgpack packs tuples as arrays
+            frames.append(data)
         else:
-            header[name] = _header(value, arrays)
+            header[name] = _header(value, frames)
     return header
 
 
@@ -241,7 +243,12 @@ def decode_frames(
     limits = limits or default_limits()
     if not 1 <= len(frames) <= 1 + MAX_ARRAY_FRAMES:
         raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {len(frames)}")
-    views = list(map(_byte_view, frames))
+    views = [  # _byte_view, its common case (a received ZeroMQ frame's buffer) inlined
+        frame
+        if type(frame) is memoryview and frame.format == "B" and frame.ndim == 1 and frame.c_contiguous
+        else _byte_view(frame)
+        for frame in frames
+    ]
     total = sum(map(len, views))
     if total > limits.max_message_bytes:
         raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")
@@ -259,8 +266,8 @@ def decode_frames(
         raise ContractError(format_validation_error(cls.__name__, exc)) from None
     except _UNEXPECTED as exc:
         raise ContractError(f"undecodable message: {type(exc).__name__}: {exc}") from exc
-    unused = len(list(array_frames))
-    if unused:
+    if next(array_frames, None) is not None:
+        unused = 1 + len(list(array_frames))
         raise ContractError(f"{unused} array frames were not referenced by the header")
     return model
 
@@ -352,10 +359,11 @@ def _decode_array(
     shape = raw.get("shape")
     if type(shape) is not tuple or len(shape) != rank:
         raise _array_error(field, raw, spec)
+    count = 1
     for size in shape:
         if type(size) is not int or size < 0:
             raise _array_error(field, raw, spec)
-    count = math.prod(shape)
+        count *= size
     if count > limits.max_array_elements:
         raise ContractError(
             f"{field}: shape {list(shape)} has {count} elements, limit is {limits.max_array_elements}"
@@ -368,8 +376,7 @@ def _decode_array(
             f"{field}: frame has {got}, shape {list(shape)} of {spec.np_dtype.name} needs {count * itemsize}"
         )
     array: np.ndarray = np.ndarray(shape, spec.np_dtype, frame)  # zero copy: a read-only view of the frame
-    # The bytes as one flat run: a 1-D reduction skips the n-d iterator setup of ``array``'s.
-    if is_bool and count and _maximum(np.ndarray(count, np.uint8, frame)) > 1:
+    if is_bool and count and _maximum(array.view(np.uint8), None) > 1:
         raise ContractError(f"{field}: bool data must be bytes 0 or 1")
     return array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
 
