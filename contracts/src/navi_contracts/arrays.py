@@ -40,7 +40,7 @@ class ArraySpec:
     finite: bool = False
     np_dtype: np.dtype[Any] = field(init=False, repr=False, compare=False)
     wire_dtype: str = field(init=False, repr=False, compare=False)
-    wire_facts: tuple[str, int, int, bool, bool] = field(init=False, repr=False, compare=False)
+    wire_facts: tuple[np.dtype[Any], str, int, int, bool, bool] = field(init=False, repr=False, compare=False)
     named_axes: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
     _bit_bounds: tuple[int, int | None] | None = field(init=False, repr=False, compare=False)
     _checks: tuple[Any, ...] = field(init=False, repr=False, compare=False)
@@ -52,16 +52,17 @@ class ArraySpec:
         wire_dtype = np_dtype.newbyteorder("<").str
         object.__setattr__(self, "wire_dtype", wire_dtype)
         # What the decoder checks of a wire array: dtype, rank, item size, batch axis first, bool.
-        facts = (wire_dtype, len(self.dims), np_dtype.itemsize, self.dims[0] == "B", np_dtype.kind == "b")
+        batched, is_bool = self.dims[0] == "B", np_dtype.kind == "b"
+        facts = (np_dtype, wire_dtype, len(self.dims), np_dtype.itemsize, batched, is_bool)
         object.__setattr__(self, "wire_facts", facts)
         named = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, str))
         object.__setattr__(self, "named_axes", named)
         fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
-        ranged = self.finite or self.low is not None or self.high is not None
-        ranged = ranged and np_dtype.kind in "fiu"  # bools have no range
+        bounded = self.low is not None or self.high is not None
+        ranged = (self.finite or bounded) and np_dtype.kind in "fiu"  # bools have no range
         object.__setattr__(self, "_bit_bounds", _bit_bounds(self))
-        # What validate() checks: dtype, rank, fixed axes, whether a range applies.
-        object.__setattr__(self, "_checks", (np_dtype, len(self.dims), fixed, ranged))
+        # What validate() checks: dtype, rank, fixed axes, whether a range (and a bound) applies.
+        object.__setattr__(self, "_checks", (np_dtype, len(self.dims), fixed, ranged, bounded))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
         """Validate with :meth:`validate`; no pydantic serialisation (the codec encodes arrays)."""
@@ -82,7 +83,7 @@ class ArraySpec:
         Raises:
             ValueError: wrong dtype, rank, fixed axis size or value range.
         """
-        np_dtype, rank, fixed, ranged = self._checks
+        np_dtype, rank, fixed, ranged, bounded = self._checks
         array = value if type(value) is np.ndarray and value.dtype == np_dtype else self._coerce(value)
         shape = array.shape
         if len(shape) != rank:
@@ -96,7 +97,7 @@ class ArraySpec:
             # A few values (poses, actions): Python floats beat ufunc calls. Their float64 sum is
             # finite exactly when every value is (64 float32 or int values cannot overflow it).
             values = array.ravel().tolist()
-            if not math.isfinite(sum(values)) or self.low is not None or self.high is not None:
+            if bounded or not math.isfinite(sum(values)):
                 self._check_values(values)
         elif ranged and size and not self._proven_in_range(array, flags.c_contiguous):
             self._check_range(array)

@@ -55,6 +55,7 @@ _MAGIC = b"NAVI"
 _COUNT = struct.Struct("<4sI")  # magic, frame count
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _maximum = np.maximum.reduce
+_UINT8 = np.dtype(np.uint8)
 # Errors a malformed but well-framed header can still provoke (a non-str key passed as a keyword,
 # a number pydantic cannot take...); converted so callers only ever see ContractError.
 _UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
@@ -353,7 +354,7 @@ def _decode_array(
     """Check an array's description against ``spec``, the limits and its frame; view the frame.
     Errors name ``field`` only; the caller puts the model's path in front."""
     # Runs for every array of every message: plain checks first, messages only on failure.
-    wire_dtype, rank, itemsize, batched, is_bool = spec.wire_facts
+    np_dtype, wire_dtype, rank, itemsize, batched, is_bool = spec.wire_facts
     if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != wire_dtype:
         raise _array_error(field, raw, spec)
     shape = raw.get("shape")
@@ -373,10 +374,10 @@ def _decode_array(
     if frame is None or len(frame) != count * itemsize:
         got = "no frame" if frame is None else f"{len(frame)} bytes"
         raise ContractError(
-            f"{field}: frame has {got}, shape {list(shape)} of {spec.np_dtype.name} needs {count * itemsize}"
+            f"{field}: frame has {got}, shape {list(shape)} of {np_dtype.name} needs {count * itemsize}"
         )
-    array: np.ndarray = np.ndarray(shape, spec.np_dtype, frame)  # zero copy: a read-only view of the frame
-    if is_bool and count and _maximum(array.view(np.uint8), None) > 1:
+    array: np.ndarray = np.ndarray(shape, np_dtype, frame)  # zero copy: a read-only view of the frame
+    if is_bool and count and _maximum(array.view(_UINT8), None) > 1:
         raise ContractError(f"{field}: bool data must be bytes 0 or 1")
     return array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
 
