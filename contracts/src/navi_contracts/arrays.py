@@ -92,14 +92,14 @@ class ArraySpec:
             if shape[axis] != size:
                 raise ValueError(f"axis {axis} must have size {size}, got shape {shape}")
         flags = array.flags
-        size = array.size
-        if ranged and 0 < size <= _SMALL:
+        size = array.size if ranged else 0
+        if 0 < size <= _SMALL:
             # A few values (poses, actions): Python floats beat ufunc calls. Their float64 sum is
             # finite exactly when every value is (64 float32 or int values cannot overflow it).
             values = array.ravel().tolist()
             if bounded or not math.isfinite(sum(values)):
                 self._check_values(values)
-        elif ranged and size and not self._proven_in_range(array, flags.c_contiguous):
+        elif size and not self._proven_in_range(array, flags.c_contiguous):
             self._check_range(array)
         if not flags.writeable:
             return array  # already read-only (e.g. decoded from a received buffer)
