@@ -23,6 +23,7 @@ cross-field sizes) of one built in code. Any bad input raises
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from collections.abc import Iterator, Sequence
@@ -65,9 +66,6 @@ _UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, Recur
 def default_limits() -> ContractLimits:
     """The limits from the environment and ``.env``, read once per process."""
     return ContractLimits()
-
-
-# --------------------------------------------------------------------------- encoding
 
 
 def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
@@ -146,9 +144,6 @@ def join_frames(frames: Sequence[Frame]) -> bytes:
         if length % 8:
             parts.append(bytes(8 - length % 8))
     return b"".join(parts)
-
-
-# --------------------------------------------------------------------------- decoding
 
 
 def _byte_view(data: Any) -> memoryview:
@@ -318,6 +313,43 @@ def _decode_fields(
     Nested maps are left for pydantic to build when the outer model is validated, so errors name
     their full path (``DistanceMatrix.poses.yaw: ...``) and each model's checks run once.
     """
+    _check_kind(raw, cls, where)
+    roles = _field_roles(cls)
+    for name, value in raw.items():
+        role = roles.get(name)
+        if type(value) is bytes:
+            raise ContractError(f"{where}.{name}: unexpected binary value")
+        if value is None or role is None:
+            continue  # a scalar, or an unknown field that the model will refuse
+        if not isinstance(role, ArraySpec):
+            raw[name] = _decode_fields(value, role, limits, frames, f"{where}.{name}")
+            continue
+        # An array: checks inline (they run for every array of every message), messages on failure.
+        np_dtype, wire_dtype, rank, itemsize, batched, is_bool = role.wire_facts
+        frame = next(frames, None)
+        shape: Any = value.get("shape") if type(value) is dict else None
+        described = type(shape) is tuple and len(value) == 2 and value.get("dtype") == wire_dtype
+        if not described or len(shape) != rank:
+            raise _array_error(f"{where}.{name}", value, role)
+        count = 1
+        for size in shape:
+            if type(size) is not int or size < 0:
+                raise _array_error(f"{where}.{name}", value, role)
+            count *= size
+        too_big = count > limits.max_array_elements or (batched and shape[0] > limits.max_batch)
+        if too_big or frame is None or len(frame) != count * itemsize:
+            raise _size_error(f"{where}.{name}", shape, role, limits, frame)
+        array = np.ndarray(shape, np_dtype, frame)  # zero copy: a read-only view of the frame
+        if is_bool and count and _maximum(array.view(_UINT8), None) > 1:
+            raise ContractError(f"{where}.{name}: bool data must be bytes 0 or 1")
+        raw[name] = array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
+    if len(raw.get("payload") or ()) > limits.max_payload_entries:
+        raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
+    return raw
+
+
+def _check_kind(raw: Any, cls: type[WireModel], where: str) -> None:
+    """``raw`` must be a map of ``cls``'s kind and schema version (its ``kind`` is taken out)."""
     if type(raw) is not dict:
         raise ContractError(f"{where}: expected a {cls.WIRE_KIND} map, got {_type_name(raw)}")
     kind = raw.pop("kind", None)
@@ -329,61 +361,10 @@ def _decode_fields(
             f"{where}: {cls.WIRE_KIND} schema_version mismatch: "
             f"expected {cls.SCHEMA_VERSION}, got {version!r}"
         )
-    roles = _field_roles(cls)
-    for name, value in raw.items():
-        role = roles.get(name)
-        if type(value) is bytes:
-            raise ContractError(f"{where}.{name}: unexpected binary value")
-        if value is None or role is None:
-            continue  # a scalar, or an unknown field that the model will refuse
-        if isinstance(role, ArraySpec):
-            try:
-                raw[name] = _decode_array(name, value, role, limits, next(frames, None))
-            except ContractError as exc:
-                raise ContractError(f"{where}.{exc}") from None
-        else:
-            raw[name] = _decode_fields(value, role, limits, frames, f"{where}.{name}")
-    if len(raw.get("payload") or ()) > limits.max_payload_entries:
-        raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
-    return raw
-
-
-def _decode_array(
-    field: str, raw: Any, spec: ArraySpec, limits: ContractLimits, frame: memoryview | None
-) -> np.ndarray:
-    """Check an array's description against ``spec``, the limits and its frame; view the frame.
-    Errors name ``field`` only; the caller puts the model's path in front."""
-    # Runs for every array of every message: plain checks first, messages only on failure.
-    np_dtype, wire_dtype, rank, itemsize, batched, is_bool = spec.wire_facts
-    if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != wire_dtype:
-        raise _array_error(field, raw, spec)
-    shape = raw.get("shape")
-    if type(shape) is not tuple or len(shape) != rank:
-        raise _array_error(field, raw, spec)
-    count = 1
-    for size in shape:
-        if type(size) is not int or size < 0:
-            raise _array_error(field, raw, spec)
-        count *= size
-    if count > limits.max_array_elements:
-        raise ContractError(
-            f"{field}: shape {list(shape)} has {count} elements, limit is {limits.max_array_elements}"
-        )
-    if batched and shape[0] > limits.max_batch:
-        raise ContractError(f"{field}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
-    if frame is None or len(frame) != count * itemsize:
-        got = "no frame" if frame is None else f"{len(frame)} bytes"
-        raise ContractError(
-            f"{field}: frame has {got}, shape {list(shape)} of {np_dtype.name} needs {count * itemsize}"
-        )
-    array: np.ndarray = np.ndarray(shape, np_dtype, frame)  # zero copy: a read-only view of the frame
-    if is_bool and count and _maximum(array.view(_UINT8), None) > 1:
-        raise ContractError(f"{field}: bool data must be bytes 0 or 1")
-    return array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
 
 
 def _array_error(field: str, raw: Any, spec: ArraySpec) -> ContractError:
-    """Why an array description failed the checks of :func:`_decode_array` (built on failure only)."""
+    """Why an array description failed the checks of :func:`_decode_fields` (built on failure only)."""
     if type(raw) is not dict or raw.keys() != _ARRAY_KEYS:
         return ContractError(f"{field}: an array must be a map with keys dtype, shape")
     dtype, shape = raw["dtype"], raw["shape"]
@@ -397,3 +378,19 @@ def _array_error(field: str, raw: Any, spec: ArraySpec) -> ContractError:
             f"{field}: expected {len(spec.dims)} dimensions {spec.dims}, got shape {shape!r}"
         )
     return ContractError(f"{field}: shape must hold non-negative ints, got {shape}")
+
+
+def _size_error(
+    field: str, shape: tuple[int, ...], spec: ArraySpec, limits: ContractLimits, frame: Any
+) -> ContractError:
+    """Which limit a valid shape breaks, or how its frame's length disagrees (on failure only)."""
+    count = math.prod(shape)
+    if count > limits.max_array_elements:
+        return ContractError(
+            f"{field}: shape {list(shape)} has {count} elements, limit is {limits.max_array_elements}"
+        )
+    if spec.wire_facts[4] and shape[0] > limits.max_batch:
+        return ContractError(f"{field}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
+    got = "no frame" if frame is None else f"{len(frame)} bytes"
+    needs = f"{spec.np_dtype.name} needs {count * spec.np_dtype.itemsize}"
+    return ContractError(f"{field}: frame has {got}, shape {list(shape)} of {needs}")
