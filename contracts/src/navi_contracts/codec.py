@@ -389,7 +389,7 @@ def _size_error(
         return ContractError(
             f"{field}: shape {list(shape)} has {count} elements, limit is {limits.max_array_elements}"
         )
-    if spec.wire_facts[4] and shape[0] > limits.max_batch:
+    if spec.dims[0] == "B" and shape[0] > limits.max_batch:
         return ContractError(f"{field}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
     got = "no frame" if frame is None else f"{len(frame)} bytes"
     needs = f"{spec.np_dtype.name} needs {count * spec.np_dtype.itemsize}"
