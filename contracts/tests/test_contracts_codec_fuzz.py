@@ -274,6 +274,28 @@ def test_limits_are_applied() -> None:
     assert isinstance(decode(payload, limits=ContractLimits(max_batch=3)), DistanceMatrix)
 
 
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        (
+            [10**6, 0, 1],
+            r"DistanceMatrix\.depth: batch 1000000 exceeds the limit of 4096",
+        ),  # empty, too many rows
+        (
+            [1, 2**12, 2**12],
+            r"DistanceMatrix\.depth: shape \[1, 4096, 4096\] has 16777216 elements, limit is",
+        ),
+        ([1, 2, 3], r"DistanceMatrix\.depth: frame has 16 bytes, shape \[1, 2, 3\] of float32 needs 24"),
+        ([1, 2, -2], r"DistanceMatrix\.depth: shape must hold non-negative ints, got \[1, 2, -2\]"),
+        ([1, True, 2], r"DistanceMatrix\.depth: shape must hold non-negative ints, got \[1, True, 2\]"),
+    ],
+)
+def test_each_failed_array_check_is_named_with_its_path(shape: list[Any], message: str) -> None:
+    """The decoder checks arrays inline and says afterwards which check failed: the first in order."""
+    with pytest.raises(ContractError, match=message):
+        decode_frames(_matrix_frames(depth__shape=shape), limits=ContractLimits(max_array_elements=2**24 - 1))
+
+
 def test_non_buffer_input_is_a_contract_error() -> None:
     with pytest.raises(ContractError, match="expected bytes"):
         decode("not bytes")  # type: ignore[arg-type]

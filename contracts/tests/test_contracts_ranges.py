@@ -143,3 +143,53 @@ def test_random_bit_patterns_agree_with_a_plain_reference(
         assert str(exc).startswith("must be"), exc
     else:
         assert expected, f"accepted {values[at]} for [{low}, {high}]"
+
+
+# Messages whose ranged float arrays all hold at most 64 values: the few-values path (Python floats).
+_FEW_ACTION = sample_action(batch=3)
+FEW: list[WireModel] = [
+    sample_distance_matrix(batch=2, azimuth=2, elevation=2, seed=5),  # depth, delta 8; poses 6 and 2
+    Action(**{**_FEW_ACTION.__dict__, "chunk": np.repeat(_FEW_ACTION.actions[:, None], 2, axis=1)}),
+    sample_step_result(batch=2, azimuth=2, elevation=2),  # reward, episode_return: 2 values
+]
+FEW_CASES = [
+    pytest.param(model, index, path, value, message, id=f"{type(model).__name__}.{path}={value}")
+    for model in FEW
+    for index, (path, spec, _, size) in enumerate(_arrays(model), start=1)
+    if _is_ranged_float(spec) and size <= 64
+    for value, message in _bad_values(spec)
+]
+
+
+def test_every_ranged_float_array_of_every_model_is_covered_with_few_values() -> None:
+    covered = {(owner, path.split(".")[-1]) for model in FEW for path, _, owner, size in _arrays(model)}
+    for cls in MODELS:
+        for name, spec in array_specs(cls).items():
+            assert not _is_ranged_float(spec) or (cls.__name__, name) in covered, f"{cls.__name__}.{name}"
+
+
+@pytest.mark.parametrize(("model", "index", "path", "value", "message"), FEW_CASES)
+def test_a_bad_value_in_a_small_ranged_array_is_refused_naming_its_field(
+    model: WireModel, index: int, path: str, value: float, message: str
+) -> None:
+    """A pose, an action or a reward with one bad value (NaN of either sign, an infinity, the nearest
+    float past a bound) is refused through the decoder, the message naming the nested field."""
+    frames: list[Any] = [bytes(frame) for frame in encode_frames(model)]
+    values = np.frombuffer(frames[index], dtype=np.float32).copy()
+    assert values.size <= 64  # the few-values path, not the integer maxima
+    values[values.size // 2] = value
+    frames[index] = values.tobytes()
+    with pytest.raises(ContractError, match=rf"^{type(model).__name__}\.{path}: {message}"):
+        decode_frames(frames)
+
+
+@pytest.mark.parametrize("model", FEW, ids=lambda model: type(model).__name__)
+def test_few_values_on_the_bounds_are_accepted(model: WireModel) -> None:
+    frames: list[Any] = [bytes(frame) for frame in encode_frames(model)]
+    for index, (path, spec, _, _) in enumerate(_arrays(model), start=1):
+        if not _is_ranged_float(spec) or path in ("actions", "chunk"):
+            continue  # chunk[:, 0] must equal actions; Action's bounds are covered by the large test
+        values = np.frombuffer(frames[index], dtype=np.float32).copy()
+        values[:2] = [-3.0e38 if spec.low is None else spec.low, 3.0e38 if spec.high is None else spec.high]
+        frames[index] = values.tobytes()
+    assert isinstance(decode_frames(frames), type(model))

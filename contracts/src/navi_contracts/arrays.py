@@ -40,11 +40,10 @@ class ArraySpec:
     finite: bool = False
     np_dtype: np.dtype[Any] = field(init=False, repr=False, compare=False)
     wire_dtype: str = field(init=False, repr=False, compare=False)
-    wire_facts: tuple[str, int, int, bool, bool] = field(init=False, repr=False, compare=False)
+    wire_facts: tuple[np.dtype[Any], str, int, int, bool, bool] = field(init=False, repr=False, compare=False)
     named_axes: tuple[tuple[int, str], ...] = field(init=False, repr=False, compare=False)
-    _fixed: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
-    _ranged: bool = field(init=False, repr=False, compare=False)
     _bit_bounds: tuple[int, int | None] | None = field(init=False, repr=False, compare=False)
+    _checks: tuple[Any, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Precomputed once: validate() runs for every array of every decoded message.
@@ -53,15 +52,17 @@ class ArraySpec:
         wire_dtype = np_dtype.newbyteorder("<").str
         object.__setattr__(self, "wire_dtype", wire_dtype)
         # What the decoder checks of a wire array: dtype, rank, item size, batch axis first, bool.
-        facts = (wire_dtype, len(self.dims), np_dtype.itemsize, self.dims[0] == "B", np_dtype.kind == "b")
+        batched, is_bool = self.dims[0] == "B", np_dtype.kind == "b"
+        facts = (np_dtype, wire_dtype, len(self.dims), np_dtype.itemsize, batched, is_bool)
         object.__setattr__(self, "wire_facts", facts)
         named = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, str))
         object.__setattr__(self, "named_axes", named)
         fixed = tuple((axis, dim) for axis, dim in enumerate(self.dims) if isinstance(dim, int))
-        object.__setattr__(self, "_fixed", fixed)
-        ranged = self.finite or self.low is not None or self.high is not None
-        object.__setattr__(self, "_ranged", ranged and np_dtype.kind in "fiu")  # bools have no range
+        bounded = self.low is not None or self.high is not None
+        ranged = (self.finite or bounded) and np_dtype.kind in "fiu"  # bools have no range
         object.__setattr__(self, "_bit_bounds", _bit_bounds(self))
+        # What validate() checks: dtype, rank, fixed axes, whether a range (and a bound) applies.
+        object.__setattr__(self, "_checks", (np_dtype, len(self.dims), fixed, ranged, bounded))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
         """Validate with :meth:`validate`; no pydantic serialisation (the codec encodes arrays)."""
@@ -82,25 +83,25 @@ class ArraySpec:
         Raises:
             ValueError: wrong dtype, rank, fixed axis size or value range.
         """
-        array = value if type(value) is np.ndarray and value.dtype == self.np_dtype else self._coerce(value)
+        np_dtype, rank, fixed, ranged, bounded = self._checks
+        array = value if type(value) is np.ndarray and value.dtype == np_dtype else self._coerce(value)
         shape = array.shape
-        if len(shape) != len(self.dims):
-            raise ValueError(f"expected {len(self.dims)} dimensions {self.dims}, got shape {shape}")
-        for axis, size in self._fixed:
+        if len(shape) != rank:
+            raise ValueError(f"expected {rank} dimensions {self.dims}, got shape {shape}")
+        for axis, size in fixed:
             if shape[axis] != size:
                 raise ValueError(f"axis {axis} must have size {size}, got shape {shape}")
-        if self._ranged and array.size:
-            bounds = self._bit_bounds  # set only for float32 specs, and array has the spec's dtype
-            if bounds is not None and array.size > _SMALL and array.flags.c_contiguous:
-                # Integer maxima over the bit patterns (_bit_bounds); a flagged array gets the exact check.
-                flat = array.ravel()
-                if _maximum(flat.view(np.uint32)) > bounds[0] or (
-                    bounds[1] is not None and _maximum(flat.view(np.int32)) > bounds[1]
-                ):
-                    self._check_range(array)
-            else:
-                self._check_range(array)
-        if not array.flags.writeable:
+        flags = array.flags
+        size = array.size if ranged else 0
+        if 0 < size <= _SMALL:
+            # A few values (poses, actions): Python floats beat ufunc calls. Their float64 sum is
+            # finite exactly when every value is (64 float32 or int values cannot overflow it).
+            values = array.ravel().tolist()
+            if bounded or not math.isfinite(sum(values)):
+                self._check_values(values)
+        elif size and not self._proven_in_range(array, flags.c_contiguous):
+            self._check_range(array)
+        if not flags.writeable:
             return array  # already read-only (e.g. decoded from a received buffer)
         view = array.view()
         view.flags.writeable = False
@@ -126,29 +127,27 @@ class ArraySpec:
             raise ValueError(f"must be {expected.name}, got {array.dtype.name} (not a same-kind cast)")
         return array.astype(expected)
 
+    def _proven_in_range(self, array: np.ndarray, contiguous: bool) -> bool:
+        """The bit-pattern proof of the module docstring (:func:`_bit_bounds`): no float pass."""
+        bounds = self._bit_bounds  # set only for float32 specs
+        return (
+            bounds is not None
+            and contiguous
+            and _maximum(array.view(_UINT32), None) <= bounds[0]
+            and (bounds[1] is None or _maximum(array.view(_INT32), None) <= bounds[1])
+        )
+
     def _check_range(self, array: np.ndarray) -> None:
-        """Raise unless every value of ``array`` (of this spec's dtype) is finite and within bounds."""
-        if array.size <= _SMALL:
-            # A few elements (poses, actions): Python floats beat two ufunc calls. The sum is one C
-            # loop and is finite exactly when every value is (float32/int values cannot overflow a
-            # float64 sum of 64 terms; a float64 overflow only sends us to the exact loop).
-            values = array.ravel().tolist()
-            if (
-                array.dtype.kind == "f"
-                and not math.isfinite(sum(values))
-                and not all(math.isfinite(v) for v in values)
-            ):
-                raise ValueError("must be finite (found NaN or infinity)")
-            if self.low is None and self.high is None:
-                return
-            lowest, highest = min(values), max(values)
-        else:
-            flat = array.ravel() if array.flags.c_contiguous else array
-            # ufunc.reduce directly (not ndarray.min): this runs on every decoded observation.
-            lowest = float(_minimum(flat, axis=None))
-            highest = float(_maximum(flat, axis=None))
-            if not (math.isfinite(lowest) and math.isfinite(highest)):
-                raise ValueError("must be finite (found NaN or infinity)")
+        """The exact pass over a larger array (one the bit-pattern proof flagged or cannot cover)."""
+        flat = array.ravel() if array.flags.c_contiguous else array
+        # ufunc.reduce directly (not ndarray.min); a NaN makes both NaN.
+        self._check_values([float(_minimum(flat, axis=None)), float(_maximum(flat, axis=None))])
+
+    def _check_values(self, values: list[Any]) -> None:
+        """Raise unless every one of ``values`` (Python numbers) is finite and within bounds."""
+        if not all(math.isfinite(value) for value in values):
+            raise ValueError("must be finite (found NaN or infinity)")
+        lowest, highest = min(values), max(values)
         if self.low is not None and lowest < self.low:
             raise ValueError(f"must be >= {self.low}, found {lowest}")
         if self.high is not None and highest > self.high:
@@ -176,6 +175,8 @@ def _bit_bounds(spec: ArraySpec) -> tuple[int, int | None] | None:
 
 
 _FLOAT32 = np.dtype(np.float32)
+_UINT32 = np.dtype(np.uint32)
+_INT32 = np.dtype(np.int32)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SMALL = 64
 _minimum = np.minimum.reduce

@@ -9,12 +9,12 @@ little-endian and C order.
 
 Nothing is copied: the encoder hands out read-only views of the model's arrays, the decoder wraps
 each received frame with ``np.ndarray(shape, dtype, buffer=frame)`` (read-only arrays that keep the
-frames alive). Untrusted
-input is checked before it is used: frame count and total size, header size and msgpack container
-sizes, then per array its dtype, rank, element count and batch against the limits and the frame's
-byte count against the shape, all before a single array exists. The model is then built the normal
-way, so a decoded message passes exactly the validation (value ranges, cross-field sizes) of one
-built in code. Any bad input raises :class:`~navi_contracts.errors.ContractError`, and only that.
+frames alive). Untrusted input is checked before it is used: frame count and total size, header size
+and msgpack container sizes, then per array its dtype, rank, element count and batch against the
+limits and the frame's byte count against the shape, all before a single array exists. The model is
+then built the normal way, so a decoded message passes exactly the validation (value ranges,
+cross-field sizes) of one built in code. Any bad input raises
+:class:`~navi_contracts.errors.ContractError`, and only that.
 
 :func:`encode` / :func:`decode` carry the same frames as one buffer (recordings, replays):
 ``b"NAVI"``, the frame count (u32), each frame's length (u64), then the frames, each starting at an
@@ -56,6 +56,7 @@ _MAGIC = b"NAVI"
 _COUNT = struct.Struct("<4sI")  # magic, frame count
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _maximum = np.maximum.reduce
+_UINT8 = np.dtype(np.uint8)
 # Errors a malformed but well-framed header can still provoke (a non-str key passed as a keyword,
 # a number pydantic cannot take...); converted so callers only ever see ContractError.
 _UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, RecursionError)
@@ -65,9 +66,6 @@ _UNEXPECTED = (ValueError, TypeError, OverflowError, KeyError, IndexError, Recur
 def default_limits() -> ContractLimits:
     """The limits from the environment and ``.env``, read once per process."""
     return ContractLimits()
-
-
-# --------------------------------------------------------------------------- encoding
 
 
 def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
@@ -82,45 +80,48 @@ def encode_frames(model: WireModel, copy: bool = False) -> list[Frame]:
     Returns:
         Frame 0 is the msgpack header; frames 1.. hold the arrays.
     """
-    arrays: list[np.ndarray] = []
-    header = _header(model, arrays)
-    try:
-        packed: bytes = msgpack.packb(header)
-    except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past uint64
-        raise ContractError(f"cannot encode {type(model).__name__}: {exc}") from exc
-    if copy:
-        return [packed, *(array.tobytes() for array in arrays)]
-    return [packed, *(array.data for array in arrays)]
-
-
-@cache
-def _field_roles(cls: type[WireModel]) -> dict[str, ArraySpec | type[WireModel] | None]:
-    """Field name -> its ArraySpec, nested model class, or None for a scalar, for every field of ``cls``."""
-    specs, nested = array_specs(cls), nested_models(cls)
-    return {name: specs.get(name) or nested.get(name) for name in cls.model_fields}
-
-
-def _header(model: WireModel, arrays: list[np.ndarray]) -> dict[str, Any]:
-    """The header map of ``model``; its arrays (C order, little-endian) are appended to ``arrays``."""
     cls = type(model)
     if not isinstance(model, WireModel) or not cls.WIRE_KIND:
         raise ContractError(f"can only encode wire models, got {cls.__name__}")
-    values = model.__dict__
-    header: dict[str, Any] = {"kind": cls.WIRE_KIND}
-    for name, role in _field_roles(cls).items():
-        value = values[name]
-        if value is None or role is None:
-            header[name] = value
-        elif type(role) is ArraySpec:
-            if value.dtype == role.np_dtype and value.flags.c_contiguous and not _BIG_ENDIAN_HOST:
+    frames: list[Frame] = [b""]
+    header = _header(model, frames)
+    try:
+        frames[0] = msgpack.packb(header)
+    except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past uint64
+        raise ContractError(f"cannot encode {cls.__name__}: {exc}") from exc
+    if copy:
+        return [frames[0], *(bytes(view) for view in frames[1:])]
+    return frames
+
+
+@cache
+def _field_roles(cls: type[WireModel]) -> dict[str, ArraySpec | type[WireModel]]:
+    """Field name -> its ArraySpec or nested model class, for the array and nested-model fields of
+    ``cls`` in declaration order; the other fields are scalars, sent as they are."""
+    roles: dict[str, ArraySpec | type[WireModel]] = {**array_specs(cls), **nested_models(cls)}
+    return {name: roles[name] for name in cls.model_fields if name in roles}
+
+
+def _header(model: WireModel, frames: list[Frame]) -> dict[str, Any]:
+    """The header map of ``model``; its arrays' bytes (C order, little-endian) go to ``frames``."""
+    # Every field in declaration order (pydantic's __dict__ order, also _field_roles'), so the arrays
+    # below take their frames in the order the header lists them.
+    header: dict[str, Any] = {"kind": model.WIRE_KIND, **model.__dict__}
+    for name, role in _field_roles(type(model)).items():
+        value = header[name]
+        if value is None:
+            continue
+        if type(role) is ArraySpec:
+            data = value.data  # a memoryview of the array (also of a strided one)
+            if data.c_contiguous and value.dtype == role.np_dtype and not _BIG_ENDIAN_HOST:
                 dtype = role.wire_dtype  # the usual case: a validated array, sent as it is
             else:
                 value = _wire_array(value)
-                dtype = value.dtype.str
-            header[name] = {"dtype": dtype, "shape": value.shape}  # msgpack packs tuples as arrays
-            arrays.append(value)
+                data, dtype = value.data, value.dtype.str
+            header[name] = {"dtype": dtype, "shape": data.shape}  # msgpack packs tuples as arrays
+            frames.append(data)
         else:
-            header[name] = _header(value, arrays)
+            header[name] = _header(value, frames)
     return header
 
 
@@ -143,9 +144,6 @@ def join_frames(frames: Sequence[Frame]) -> bytes:
         if length % 8:
             parts.append(bytes(8 - length % 8))
     return b"".join(parts)
-
-
-# --------------------------------------------------------------------------- decoding
 
 
 def _byte_view(data: Any) -> memoryview:
@@ -241,7 +239,12 @@ def decode_frames(
     limits = limits or default_limits()
     if not 1 <= len(frames) <= 1 + MAX_ARRAY_FRAMES:
         raise ContractError(f"expected 1 to {1 + MAX_ARRAY_FRAMES} frames, got {len(frames)}")
-    views = list(map(_byte_view, frames))
+    views = [  # _byte_view, its common case (a received ZeroMQ frame's buffer) inlined
+        frame
+        if type(frame) is memoryview and frame.format == "B" and frame.ndim == 1 and frame.c_contiguous
+        else _byte_view(frame)
+        for frame in frames
+    ]
     total = sum(map(len, views))
     if total > limits.max_message_bytes:
         raise ContractError(f"message of {total} bytes exceeds the limit of {limits.max_message_bytes}")
@@ -259,8 +262,8 @@ def decode_frames(
         raise ContractError(format_validation_error(cls.__name__, exc)) from None
     except _UNEXPECTED as exc:
         raise ContractError(f"undecodable message: {type(exc).__name__}: {exc}") from exc
-    unused = len(list(array_frames))
-    if unused:
+    if next(array_frames, None) is not None:
+        unused = 1 + len(list(array_frames))
         raise ContractError(f"{unused} array frames were not referenced by the header")
     return model
 
@@ -310,6 +313,43 @@ def _decode_fields(
     Nested maps are left for pydantic to build when the outer model is validated, so errors name
     their full path (``DistanceMatrix.poses.yaw: ...``) and each model's checks run once.
     """
+    _check_kind(raw, cls, where)
+    roles = _field_roles(cls)
+    for name, value in raw.items():
+        role = roles.get(name)
+        if type(value) is bytes:
+            raise ContractError(f"{where}.{name}: unexpected binary value")
+        if value is None or role is None:
+            continue  # a scalar, or an unknown field that the model will refuse
+        if not isinstance(role, ArraySpec):
+            raw[name] = _decode_fields(value, role, limits, frames, f"{where}.{name}")
+            continue
+        # An array: checks inline (they run for every array of every message), messages on failure.
+        np_dtype, wire_dtype, rank, itemsize, batched, is_bool = role.wire_facts
+        frame = next(frames, None)
+        shape: Any = value.get("shape") if type(value) is dict else None
+        described = type(shape) is tuple and len(value) == 2 and value.get("dtype") == wire_dtype
+        if not described or len(shape) != rank:
+            raise _array_error(f"{where}.{name}", value, role)
+        count = 1
+        for size in shape:
+            if type(size) is not int or size < 0:
+                raise _array_error(f"{where}.{name}", value, role)
+            count *= size
+        too_big = count > limits.max_array_elements or (batched and shape[0] > limits.max_batch)
+        if too_big or frame is None or len(frame) != count * itemsize:
+            raise _size_error(f"{where}.{name}", shape, role, limits, frame)
+        array = np.ndarray(shape, np_dtype, frame)  # zero copy: a read-only view of the frame
+        if is_bool and count and _maximum(array.view(_UINT8), None) > 1:
+            raise ContractError(f"{where}.{name}: bool data must be bytes 0 or 1")
+        raw[name] = array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
+    if len(raw.get("payload") or ()) > limits.max_payload_entries:
+        raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
+    return raw
+
+
+def _check_kind(raw: Any, cls: type[WireModel], where: str) -> None:
+    """``raw`` must be a map of ``cls``'s kind and schema version (its ``kind`` is taken out)."""
     if type(raw) is not dict:
         raise ContractError(f"{where}: expected a {cls.WIRE_KIND} map, got {_type_name(raw)}")
     kind = raw.pop("kind", None)
@@ -321,61 +361,10 @@ def _decode_fields(
             f"{where}: {cls.WIRE_KIND} schema_version mismatch: "
             f"expected {cls.SCHEMA_VERSION}, got {version!r}"
         )
-    roles = _field_roles(cls)
-    for name, value in raw.items():
-        role = roles.get(name)
-        if type(value) is bytes:
-            raise ContractError(f"{where}.{name}: unexpected binary value")
-        if value is None or role is None:
-            continue  # a scalar, or an unknown field that the model will refuse
-        if isinstance(role, ArraySpec):
-            try:
-                raw[name] = _decode_array(name, value, role, limits, next(frames, None))
-            except ContractError as exc:
-                raise ContractError(f"{where}.{exc}") from None
-        else:
-            raw[name] = _decode_fields(value, role, limits, frames, f"{where}.{name}")
-    if len(raw.get("payload") or ()) > limits.max_payload_entries:
-        raise ContractError(f"{where}.payload: more than {limits.max_payload_entries} entries")
-    return raw
-
-
-def _decode_array(
-    field: str, raw: Any, spec: ArraySpec, limits: ContractLimits, frame: memoryview | None
-) -> np.ndarray:
-    """Check an array's description against ``spec``, the limits and its frame; view the frame.
-    Errors name ``field`` only; the caller puts the model's path in front."""
-    # Runs for every array of every message: plain checks first, messages only on failure.
-    wire_dtype, rank, itemsize, batched, is_bool = spec.wire_facts
-    if type(raw) is not dict or len(raw) != 2 or raw.get("dtype") != wire_dtype:
-        raise _array_error(field, raw, spec)
-    shape = raw.get("shape")
-    if type(shape) is not tuple or len(shape) != rank:
-        raise _array_error(field, raw, spec)
-    for size in shape:
-        if type(size) is not int or size < 0:
-            raise _array_error(field, raw, spec)
-    count = math.prod(shape)
-    if count > limits.max_array_elements:
-        raise ContractError(
-            f"{field}: shape {list(shape)} has {count} elements, limit is {limits.max_array_elements}"
-        )
-    if batched and shape[0] > limits.max_batch:
-        raise ContractError(f"{field}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
-    if frame is None or len(frame) != count * itemsize:
-        got = "no frame" if frame is None else f"{len(frame)} bytes"
-        raise ContractError(
-            f"{field}: frame has {got}, shape {list(shape)} of {spec.np_dtype.name} needs {count * itemsize}"
-        )
-    array: np.ndarray = np.ndarray(shape, spec.np_dtype, frame)  # zero copy: a read-only view of the frame
-    # The bytes as one flat run: a 1-D reduction skips the n-d iterator setup of ``array``'s.
-    if is_bool and count and _maximum(np.ndarray(count, np.uint8, frame)) > 1:
-        raise ContractError(f"{field}: bool data must be bytes 0 or 1")
-    return array.byteswap() if _BIG_ENDIAN_HOST else array  # the wire is little-endian
 
 
 def _array_error(field: str, raw: Any, spec: ArraySpec) -> ContractError:
-    """Why an array description failed the checks of :func:`_decode_array` (built on failure only)."""
+    """Why an array description failed the checks of :func:`_decode_fields` (built on failure only)."""
     if type(raw) is not dict or raw.keys() != _ARRAY_KEYS:
         return ContractError(f"{field}: an array must be a map with keys dtype, shape")
     dtype, shape = raw["dtype"], raw["shape"]
@@ -389,3 +378,19 @@ def _array_error(field: str, raw: Any, spec: ArraySpec) -> ContractError:
             f"{field}: expected {len(spec.dims)} dimensions {spec.dims}, got shape {shape!r}"
         )
     return ContractError(f"{field}: shape must hold non-negative ints, got {shape}")
+
+
+def _size_error(
+    field: str, shape: tuple[int, ...], spec: ArraySpec, limits: ContractLimits, frame: Any
+) -> ContractError:
+    """Which limit a valid shape breaks, or how its frame's length disagrees (on failure only)."""
+    count = math.prod(shape)
+    if count > limits.max_array_elements:
+        return ContractError(
+            f"{field}: shape {list(shape)} has {count} elements, limit is {limits.max_array_elements}"
+        )
+    if spec.dims[0] == "B" and shape[0] > limits.max_batch:
+        return ContractError(f"{field}: batch {shape[0]} exceeds the limit of {limits.max_batch}")
+    got = "no frame" if frame is None else f"{len(frame)} bytes"
+    needs = f"{spec.np_dtype.name} needs {count * spec.np_dtype.itemsize}"
+    return ContractError(f"{field}: frame has {got}, shape {list(shape)} of {needs}")

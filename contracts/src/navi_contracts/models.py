@@ -33,9 +33,8 @@ def _finite_timestamp(value: float) -> float:
     return value
 
 
-def _check_batch(owner: str, batch: int) -> None:
-    if batch < 1:
-        raise ValueError(f"{owner} needs at least one drone (B >= 1), got B={batch}")
+def _no_drones(owner: str, batch: int) -> ValueError:
+    return ValueError(f"{owner} needs at least one drone (B >= 1), got B={batch}")
 
 
 class RobotPose(WireModel):
@@ -52,9 +51,11 @@ class RobotPose(WireModel):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
-        if self.position.shape[0] != self.yaw.shape[0]:
+        batch = self.yaw.shape[0]
+        if self.position.shape[0] != batch:
             self.check_dims()  # raises, naming the field that disagrees
-        _check_batch("RobotPose", self.yaw.shape[0])
+        if batch < 1:
+            raise _no_drones("RobotPose", batch)
         return self
 
     @property
@@ -107,9 +108,11 @@ class DistanceMatrix(WireModel):
         same = self.depth.shape == self.semantic.shape == self.valid_mask.shape == grid
         if not same or (delta is not None and delta.shape != grid) or self.episode_ids.shape[0] != batch:
             self.check_dims({"Az": grid[1], "El": grid[2]})  # raises, naming the field that disagrees
-        _check_batch("DistanceMatrix", batch)
-        if self.poses is not None and self.poses.batch_size != batch:
-            raise ValueError(f"poses has B={self.poses.batch_size} rows but the arrays have B={batch}")
+        if batch < 1:
+            raise _no_drones("DistanceMatrix", batch)
+        poses = self.poses
+        if poses is not None and poses.yaw.shape[0] != batch:
+            raise ValueError(f"poses has B={poses.batch_size} rows but the arrays have B={batch}")
         return self
 
     @property
@@ -157,7 +160,8 @@ class Action(WireModel):
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
         dims = self.check_dims()
-        _check_batch("Action", dims["B"])
+        if dims["B"] < 1:
+            raise _no_drones("Action", dims["B"])
         if self.chunk is not None:
             horizon = dims["H"]
             if not 1 <= horizon <= ACTION_CHUNK_MAX:

@@ -11,16 +11,12 @@ import os
 from functools import cache
 from pathlib import Path
 
-_ROOT_MARKERS = ("uv.lock",)
 _ENV_OVERRIDE = "NAVI_REPO_ROOT"
 
 
 def _find_root(start: Path) -> Path | None:
     for candidate in (start, *start.parents):
-        if (
-            all((candidate / marker).exists() for marker in _ROOT_MARKERS)
-            and (candidate / "pyproject.toml").is_file()
-        ):
+        if (candidate / "uv.lock").exists() and (candidate / "pyproject.toml").is_file():
             return candidate
     return None
 
