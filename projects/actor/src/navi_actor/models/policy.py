@@ -76,6 +76,7 @@ class NaviPolicy(nn.Module):
             init_forward_mean=float(raw_action(torch.tensor(cfg.init_forward_mean), cfg.action_squash)),
             state_dependent_std=cfg.log_std_mode == "state",
             action_chunk=cfg.action_chunk,
+            chunk_relative=cfg.action_chunk_mode == "relative",
         )
         self.critic = ValueHead(cfg.embed_dim, zero_init=cfg.value_head_init == "zero")
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
@@ -143,7 +144,7 @@ class NaviPolicy(nn.Module):
         features, new_state = self.core.step(embedding, state)
         mean, log_std = self.actor(features)
         action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
-        later = self.actor.later_means(features)
+        later = self.actor.later_means(features, mean)
         return ActOutput(
             action=action,
             log_prob=action_log_prob(action, mean, log_std, self.cfg.action_squash),
@@ -189,7 +190,7 @@ class NaviPolicy(nn.Module):
             action_mean=mean,
             embedding=embedding,
             final_state=final_state,
-            later_means=self.actor.later_means(features),
+            later_means=self.actor.later_means(features, mean),
         )
 
     @torch.no_grad()
