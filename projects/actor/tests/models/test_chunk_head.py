@@ -187,3 +187,19 @@ def test_a_chunked_checkpoint_written_before_the_mode_reads_absolute_and_acts_un
     before, after = policy.act(obs, state, start, True), restored.act(obs, state, start, True)
     assert before.action_chunk is not None and after.action_chunk is not None
     assert torch.equal(before.action_chunk, after.action_chunk)
+
+
+def test_a_smooth_head_shares_two_coefficients_over_every_entry() -> None:
+    torch.manual_seed(8)
+    policy = NaviPolicy(SMALL.model_copy(update={"action_chunk": 5, "action_chunk_mode": "smooth"}))
+    assert policy.actor.chunk is not None and policy.actor.chunk.out_features == 2 * 4
+    with torch.no_grad():
+        policy.actor.chunk.weight.zero_()
+        policy.actor.chunk.bias.copy_(torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0]))  # v, c
+    out = policy.act(torch.rand(2, 3, 16, 8), policy.initial_state(2), torch.ones(2, dtype=torch.bool), True)
+    assert out.action_chunk is not None
+    delta = out.action_chunk - out.action_mean[:, None]
+    ahead = torch.arange(5.0) / 4.0  # s = k / (H-1); entry 0 is the mean itself
+    torch.testing.assert_close(delta[0, :, 0], ahead)  # forward: s v with v = 1
+    torch.testing.assert_close(delta[0, :, 3], 2.0 * ahead.square())  # yaw: s^2 c with c = 2
+    assert not any("profile" in key for key in policy.state_dict())  # derived, not stored

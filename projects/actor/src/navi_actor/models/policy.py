@@ -78,7 +78,7 @@ class NaviPolicy(nn.Module):
             init_forward_mean=float(raw_action(torch.tensor(cfg.init_forward_mean), cfg.action_squash)),
             state_dependent_std=cfg.log_std_mode == "state",
             action_chunk=cfg.action_chunk,
-            chunk_relative=cfg.action_chunk_mode == "relative",
+            chunk_mode=cfg.action_chunk_mode,
         )
         self.critic = ValueHead(cfg.embed_dim, zero_init=cfg.value_head_init == "zero")
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
