@@ -87,7 +87,8 @@ def test_ppo_on_an_open_loop_rollout_trains_the_chunk_head_through_the_policy_lo
     policy, storage, _ = open_loop_rollout(1.0, seed=3)
     assert policy.actor.chunk is not None
     before = policy.actor.chunk.weight.detach().clone()
-    learner = PPOLearner(policy, PPOConfig(epochs=1, num_minibatches=2, chunk_coef=0.0, target_kl=None))
+    config = PPOConfig(epochs=1, num_minibatches=2, chunk_coef=0.0, target_kl=None, open_loop_fraction=1.0)
+    learner = PPOLearner(policy, config)
     result = learner.update(storage, torch.Generator().manual_seed(0))
     assert result.metrics["approx_kl"] < 0.05  # starts on-policy: ratios were 1
     assert not torch.equal(before, policy.actor.chunk.weight)  # only the policy loss reaches it here

@@ -291,7 +291,9 @@ class PPOLearner:
         with timer.stage("policy_eval"):
             args = (batch.obs, batch.actions, batch.state0, batch.episode_starts)
             # open-loop rollouts: each action's log-probability under the chunk entry it was drawn from
-            evaluation = self.evaluate(*args) if batch.lags is None else self.evaluate(*args, batch.lags)
+            # (only then: checking the lags costs a host sync per minibatch)
+            lagged = cfg.open_loop_fraction > 0.0 and batch.lags is not None
+            evaluation = self.evaluate(*args, batch.lags) if lagged else self.evaluate(*args)
             log_probs = evaluation.log_prob.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
                 log_probs, old_log_probs, advantages, cfg.clip_range
