@@ -21,7 +21,9 @@ control loop could not run, over the measured window; sequential has none), ``en
 ``fallback_fraction`` (ticks executed without a scheduled action), ``mean_action_age`` (ticks between
 the observation an executed action answers and its execution), ``jerk`` (mean absolute change between
 consecutive executed actions), ``coverage`` (visit cells of the planned episode / reachable cells) and
-``collision_rate`` (collisions per drone-tick), all while the planned episode lasts.
+``collision_rate`` (collisions per drone-tick), all while the planned episode lasts; and what was
+flown: ``action_mean`` / ``action_abs_mean``, the executed action per component (forward, vertical,
+lateral, yaw; the table shows the mean forward command and the mean |yaw|).
 
     uv run python scripts/bench_realtime.py [--checkpoint CKPT] [--latencies 0,1,2,4] [--ticks 200]
 
@@ -75,6 +77,8 @@ class Recorder:
         self.cells = np.zeros(drones)
         self.previous: np.ndarray | None = None
         self.jerk_sum = self.jerk_count = self.collisions = self.drone_ticks = 0.0
+        self.action_sum = np.zeros(4)  # executed actions per component (forward, vertical, lateral, yaw)
+        self.action_abs_sum = np.zeros(4)
         self.stats_at_start: dict[str, Any] = {}
         self.stats_at_end: dict[str, Any] = {}
         self.stats: Any = None
@@ -101,6 +105,8 @@ class Recorder:
             self.jerk_count += float(live.sum())
         self.previous = executed.copy()
         self.collisions += float(collided[live].sum())
+        self.action_sum += executed[live].sum(axis=0)
+        self.action_abs_sum += np.abs(executed[live]).sum(axis=0)
         self.drone_ticks += float(live.sum())
         self.cells = np.where(live, coverage, self.cells)  # the planned episode's cells (ended: final)
         self.live &= ~ended
@@ -222,6 +228,9 @@ def _run(backend: Any, plan: tuple[torch.Tensor, torch.Tensor], files: dict[str,
         "collision_rate": recorder.collisions / max(recorder.drone_ticks, 1.0),
         "ticks": recorder.recorded,
         "brain_delay_ticks": at_end.get("delay_ticks"),
+        # what was flown (diagnosis: do chunks fly slower or turn less than held actions?)
+        "action_mean": (recorder.action_sum / max(recorder.drone_ticks, 1.0)).tolist(),
+        "action_abs_mean": (recorder.action_abs_sum / max(recorder.drone_ticks, 1.0)).tolist(),
     }
 
 
@@ -252,11 +261,12 @@ def _prepare(folder: Path, checkpoint: Path | None, chunk: int, sensor: tuple[in
 def _table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
     columns = ("brain_missed_periods", "env_missed_ticks", "fallback_fraction", "mean_action_age", "jerk",
                "coverage", "collision_rate")  # fmt: skip
-    heads = ("brain_miss", "env_miss", "fallback", "age", "jerk", "coverage", "collide")
+    heads = ("brain_miss", "env_miss", "fallback", "age", "jerk", "coverage", "collide", "forward", "|yaw|")
     click.echo(f"{'latency':>7} {'variant':<16}" + "".join(f"{h:>11}" for h in heads), err=True)
     for latency, variants in results.items():
         for variant, row in variants.items():
             cells = ["-" if row[c] is None else f"{row[c]:.4g}" for c in columns]
+            cells += [f"{row['action_mean'][0]:.4g}", f"{row['action_abs_mean'][3]:.4g}"]
             click.echo(f"{latency:>7} {variant:<16}" + "".join(f"{c:>11}" for c in cells), err=True)
 
 

@@ -58,6 +58,10 @@ def test_the_bench_measures_the_hold_baseline_and_the_chunked_brain(tmp_path: Pa
     for row in rows.values():
         assert row["ticks"] == 10 and 0.0 <= row["fallback_fraction"] <= 1.0
         assert row["mean_action_age"] >= 1.0 and row["jerk"] >= 0.0 and 0.0 <= row["coverage"] <= 1.0
+        flown, flown_abs = row["action_mean"], row["action_abs_mean"]
+        assert len(flown) == len(flown_abs) == 4
+        assert all(abs(m) <= a + 1e-9 <= 1.0 + 1e-9 for m, a in zip(flown, flown_abs, strict=True))
+        assert flown[0] > 0.1  # a fresh policy cruises forward (init_forward_mean): what was executed
     assert rows["sequential"]["brain_missed_periods"] is None  # no control loop to miss anything
     assert rows["realtime_chunks"]["brain_missed_periods"] is not None
     assert rows["realtime_chunks"]["fallback_fraction"] == 0.0  # the chunk always covered the next tick

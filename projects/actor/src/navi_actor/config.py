@@ -99,6 +99,15 @@ class PPOConfig(SettingsGroup):
         description="Weight of the chunk head's auxiliary loss (policy.action_chunk > 1): predict the "
         "policy's own later mean actions along the rollout.",
     )
+    open_loop_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Policies with a chunk head (policy.action_chunk > 1): the share of closed-loop "
+        "rollout ticks that start executing the chunk's later entries open loop for 1 .. H-1 ticks, "
+        "as a real-time brain does, with PPO ratios of the entry each action was drawn from "
+        "(navi_actor.models.open_loop); 0: always a fresh action.",
+    )
     cuda_timing: bool = Field(default=False, description="Time update stages with CUDA events.")
 
 

@@ -1,4 +1,5 @@
-"""The chunk head (policy.action_chunk): masked targets, PPO and BC training, H = 1 unchanged."""
+"""The chunk head (policy.action_chunk): masked targets, PPO and BC training, H = 1 unchanged, and
+the relative head (policy.action_chunk_mode): entries are the current mean plus learned changes."""
 
 from __future__ import annotations
 
@@ -131,3 +132,74 @@ def test_bc_trains_the_chunk_on_demonstrated_later_actions() -> None:
     )
     assert len(history.train_chunk_mse) == 6
     assert history.train_chunk_mse[-1] < 0.5 * history.train_chunk_mse[0]
+
+
+def test_a_relative_head_starts_at_holding_and_its_loss_never_moves_the_mean() -> None:
+    torch.manual_seed(5)
+    policy = NaviPolicy(SMALL.model_copy(update={"action_chunk": 4}))
+    assert policy.cfg.action_chunk_mode == "relative" and policy.actor.chunk is not None
+    obs, starts = torch.rand(3, 2, 3, 16, 8), torch.tensor([[True, True], [False, False], [False, False]])
+    with torch.no_grad():
+        policy.actor.chunk.weight.zero_()  # no change predicted: every entry is the current mean
+    out = policy.act(obs[0], policy.initial_state(2), starts[0], deterministic=True)
+    assert out.action_chunk is not None
+    assert torch.equal(out.action_chunk, out.action_mean[:, None].expand(2, 4, 4))
+    with torch.no_grad():
+        policy.actor.chunk.bias.copy_(torch.arange(12.0))  # delta_k = what the layer adds to the mean
+    evaluated = policy.evaluate_sequences(obs, torch.zeros(3, 2, 4), policy.initial_state(2), starts)
+    assert evaluated.later_means is not None
+    offsets = torch.arange(12.0).view(3, 4)
+    torch.testing.assert_close(evaluated.later_means, evaluated.action_mean.detach()[:, :, None] + offsets)
+    chunk_prediction_loss(evaluated.later_means, torch.rand(3, 2, 4), starts).backward()
+    assert policy.actor.mean.weight.grad is None and policy.actor.mean.bias.grad is None
+    assert policy.actor.chunk.bias.grad is not None and policy.actor.chunk.bias.grad.abs().sum() > 0
+
+
+def test_an_absolute_head_predicts_the_later_means_themselves() -> None:
+    torch.manual_seed(6)
+    policy = NaviPolicy(SMALL.model_copy(update={"action_chunk": 3, "action_chunk_mode": "absolute"}))
+    assert policy.actor.chunk is not None
+    with torch.no_grad():
+        policy.actor.chunk.weight.zero_()
+        policy.actor.chunk.bias.copy_(torch.arange(8.0))
+    out = policy.act(torch.rand(2, 3, 16, 8), policy.initial_state(2), torch.ones(2, dtype=torch.bool), True)
+    assert out.action_chunk is not None
+    assert torch.equal(out.action_chunk[:, 1:], torch.arange(8.0).view(1, 2, 4).expand(2, 2, 4))
+
+
+def test_a_chunked_checkpoint_written_before_the_mode_reads_absolute_and_acts_unchanged(
+    tmp_path: Path,
+) -> None:
+    torch.manual_seed(7)
+    config = SMALL.model_copy(update={"action_chunk": 3, "action_chunk_mode": "absolute"})
+    policy = NaviPolicy(config).eval()
+    path = save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=config), tmp_path / "old.pt")
+    payload = torch.load(path, weights_only=True)
+    old_config = json.loads(payload["policy_config"])
+    del old_config["action_chunk_mode"]  # as chunked checkpoints stored it before the field existed
+    payload["policy_config"] = json.dumps(old_config)
+    torch.save(payload, path)
+    loaded = load_checkpoint(path)
+    assert loaded.policy_config.action_chunk_mode == "absolute"
+    restored = NaviPolicy(loaded.policy_config).eval()
+    restored.load_state_dict(loaded.model, strict=True)
+    obs, state, start = torch.rand(2, 3, 16, 8), policy.initial_state(2), torch.ones(2, dtype=torch.bool)
+    before, after = policy.act(obs, state, start, True), restored.act(obs, state, start, True)
+    assert before.action_chunk is not None and after.action_chunk is not None
+    assert torch.equal(before.action_chunk, after.action_chunk)
+
+
+def test_a_smooth_head_shares_two_coefficients_over_every_entry() -> None:
+    torch.manual_seed(8)
+    policy = NaviPolicy(SMALL.model_copy(update={"action_chunk": 5, "action_chunk_mode": "smooth"}))
+    assert policy.actor.chunk is not None and policy.actor.chunk.out_features == 2 * 4
+    with torch.no_grad():
+        policy.actor.chunk.weight.zero_()
+        policy.actor.chunk.bias.copy_(torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0]))  # v, c
+    out = policy.act(torch.rand(2, 3, 16, 8), policy.initial_state(2), torch.ones(2, dtype=torch.bool), True)
+    assert out.action_chunk is not None
+    delta = out.action_chunk - out.action_mean[:, None]
+    ahead = torch.arange(5.0) / 4.0  # s = k / (H-1); entry 0 is the mean itself
+    torch.testing.assert_close(delta[0, :, 0], ahead)  # forward: s v with v = 1
+    torch.testing.assert_close(delta[0, :, 3], 2.0 * ahead.square())  # yaw: s^2 c with c = 2
+    assert not any("profile" in key for key in policy.state_dict())  # derived, not stored

@@ -63,7 +63,8 @@ def planned_checkpoint(tmp_path: Path) -> Path:
         biases = torch.zeros(H, 4)
         biases[:, 0] = torch.from_numpy(PLAN)
         policy.actor.mean.bias.copy_(biases[0])
-        policy.actor.chunk.bias.copy_(biases[1:].flatten())
+        assert policy.actor.chunk_relative  # the default head: entry k = mean + delta_k
+        policy.actor.chunk.bias.copy_((biases[1:] - biases[0]).flatten())
     return save_checkpoint(
         Checkpoint(model=policy.state_dict(), policy_config=policy.cfg), tmp_path / "plan.pt"
     )

@@ -289,7 +289,11 @@ class PPOLearner:
         with timer.stage("prep"):
             old_log_probs, advantages = batch.old_log_probs.reshape(-1), batch.advantages.reshape(-1)
         with timer.stage("policy_eval"):
-            evaluation = self.evaluate(batch.obs, batch.actions, batch.state0, batch.episode_starts)
+            args = (batch.obs, batch.actions, batch.state0, batch.episode_starts)
+            # open-loop rollouts: each action's log-probability under the chunk entry it was drawn from
+            # (only then: checking the lags costs a host sync per minibatch)
+            lagged = cfg.open_loop_fraction > 0.0 and batch.lags is not None
+            evaluation = self.evaluate(*args, batch.lags) if lagged else self.evaluate(*args)
             log_probs = evaluation.log_prob.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
                 log_probs, old_log_probs, advantages, cfg.clip_range

@@ -155,10 +155,12 @@ def stored_policy_config(text: str) -> PolicyConfig:
     Checkpoints written before ``input_transform`` existed fed raw observations to the encoder:
     they read as ``none`` (not the new default), so a resumed or evaluated policy computes exactly
     the function it was trained as. Likewise those written before ``action_squash`` clipped their
-    actions: they read as ``clip`` whatever the default becomes.
+    actions: they read as ``clip`` whatever the default becomes, and those written before
+    ``action_chunk_mode`` had a chunk head of absolute later actions: they read as ``absolute``.
     """
     values = json.loads(text)
     if isinstance(values, dict):
         values.setdefault("input_transform", "none")
         values.setdefault("action_squash", "clip")
+        values.setdefault("action_chunk_mode", "absolute")
     return PolicyConfig.model_validate(values)

@@ -34,6 +34,7 @@ STORAGE_FIELDS = (
     "truncated",
     "episode_starts",
     "sequence_states",
+    "lags",
 )
 
 

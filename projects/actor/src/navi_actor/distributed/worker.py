@@ -115,7 +115,10 @@ class RolloutWorker:
             device=device,
         )
         seed = settings.train.seed + 1_000_003 * (self.worker_index + 1) + step_id
-        self.collector = RolloutCollector(env, self.policy, storage, shaping=self.shaping.reward, seed=seed)
+        fraction = settings.ppo.open_loop_fraction if self.policy.actor.chunk is not None else 0.0
+        self.collector = RolloutCollector(
+            env, self.policy, storage, shaping=self.shaping.reward, seed=seed, open_loop_fraction=fraction
+        )
 
     def _load(self, bundle: WeightsBundle) -> None:
         if self.policy is None or bundle.policy_config != self._policy_config:

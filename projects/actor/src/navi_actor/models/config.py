@@ -68,6 +68,14 @@ class PolicyConfig(BaseModel):
         description="Actions per prediction H: besides the current mean action the actor head predicts "
         "the mean actions of the next H-1 ticks (real-time chunked inference); 1: today's policy.",
     )
+    action_chunk_mode: Literal["absolute", "relative", "smooth"] = Field(
+        default="relative",
+        description="What the chunk head outputs (action_chunk > 1): the later mean actions themselves "
+        "(absolute), or their change from the current mean (relative: entry k = mean + delta_k, so a "
+        "chunk starts at holding the current action and only learns how it will change; smooth: the "
+        "same with delta_k = s v + s^2 c, s = k / (H-1), two learned coefficients per component shared "
+        "by every entry).",
+    )
     action_squash: ActionSquash = Field(
         default="clip",
         description="How a raw Gaussian action becomes the physics action in [-1, 1]: clip (clamp; a "

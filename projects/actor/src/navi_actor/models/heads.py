@@ -21,7 +21,17 @@ and :func:`physics_action` is the one map from ``u`` to the physics action in [-
 ``action_chunk=H > 1`` adds a chunk output: from the same features, the mean actions of the next
 H-1 ticks (a real-time brain executes them while its next inference runs). It is a separate linear
 layer that exists only when H > 1, so an H = 1 head has exactly today's parameters, random draws
-and outputs, and old checkpoints load unchanged.
+and outputs, and old checkpoints load unchanged. ``chunk_mode = "relative"`` (``policy.action_chunk_mode =
+relative``, the default) makes that layer predict the *change* from the current mean: entry ``k`` is
+``mean + delta_k`` with the mean detached, so the chunk loss trains only the deltas and never pulls the
+policy's mean. An absolute chunk head is a second regression of the actions that lags the mean head
+as PPO moves it and drifts where the deployed (mean) policy flies other states than the sampled
+rollouts it was fitted on: halfway through a 12-minute run its entries were systematically off
+(lateral 5 % smaller, yaw 6 % larger than the policy's own later means, i.e. tighter circles) and
+further from them than simply holding the current mean (scripts/bench_chunk_prediction.py). A
+relative head starts at holding (delta 0) and inherits the mean head's current value at every tick.
+``chunk_mode = "smooth"`` makes the deltas ``s v + s^2 c`` (``s = k / (H-1)``) from two coefficients
+per component: every entry shares them, so a policy gradient on one lag moves all entries alike.
 """
 
 from __future__ import annotations
@@ -139,6 +149,7 @@ class GaussianActorHead(nn.Module):
         init_forward_mean: float = 0.0,
         state_dependent_std: bool = False,
         action_chunk: int = 1,
+        chunk_mode: str = "absolute",
     ) -> None:
         super().__init__()
         self.mean = nn.Linear(features, action_dim)
@@ -159,18 +170,42 @@ class GaussianActorHead(nn.Module):
             nn.init.zeros_(self.log_std_layer.bias)
         self.action_dim = action_dim
         self.chunk: nn.Linear | None = None
+        if chunk_mode not in ("absolute", "relative", "smooth"):
+            raise ValueError(f"unknown action_chunk_mode {chunk_mode!r}; valid: absolute, relative, smooth")
+        self.chunk_relative = chunk_mode != "absolute"
         if action_chunk > 1:
             # like the mean layer: near-constant predictions that start at the initial mean action
-            self.chunk = nn.Linear(features, (action_chunk - 1) * action_dim)
+            # (absolute), or at no change from the current mean (relative, smooth)
+            outputs = (2 if chunk_mode == "smooth" else action_chunk - 1) * action_dim
+            self.chunk = nn.Linear(features, outputs)
             nn.init.orthogonal_(self.chunk.weight, gain=0.01)
             with torch.no_grad():
-                self.chunk.bias.copy_(self.mean.bias.repeat(action_chunk - 1))
+                if self.chunk_relative:
+                    self.chunk.bias.zero_()
+                else:
+                    self.chunk.bias.copy_(self.mean.bias.repeat(action_chunk - 1))
+        profile = None
+        if action_chunk > 1 and chunk_mode == "smooth":
+            # delta_k = s v + s^2 c with s = k / (H-1): every entry shares the two coefficients
+            ahead = torch.arange(1, action_chunk, dtype=torch.float32) / (action_chunk - 1)
+            profile = torch.stack([ahead, ahead.square()], dim=1)  # [H-1, 2]
+        self.chunk_profile: torch.Tensor | None
+        self.register_buffer("chunk_profile", profile, persistent=False)
 
-    def later_means(self, features: torch.Tensor) -> torch.Tensor | None:
-        """Mean actions of the next H-1 ticks ``[..., H-1, A]`` from features ``[..., F]``; None if H = 1."""
+    def later_means(self, features: torch.Tensor, mean: torch.Tensor) -> torch.Tensor | None:
+        """Mean actions of the next H-1 ticks ``[..., H-1, A]``; None if H = 1.
+
+        Args:
+            features: ``[..., F]`` core features.
+            mean: ``[..., A]`` the current mean action (what :meth:`forward` returned for
+                ``features``); a relative head adds its deltas to it, detached.
+        """
         if self.chunk is None:
             return None
-        return self.chunk(features).unflatten(-1, (-1, self.action_dim))
+        out = self.chunk(features).unflatten(-1, (-1, self.action_dim))
+        if self.chunk_profile is not None:  # [..., 2, A] coefficients -> [..., H-1, A] deltas
+            out = torch.einsum("kj,...ja->...ka", self.chunk_profile, out)
+        return mean.detach().unsqueeze(-2) + out if self.chunk_relative else out
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Map features ``[..., F]`` to mean ``[..., A]`` and log-std ``[..., A]``."""

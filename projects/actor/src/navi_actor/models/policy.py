@@ -29,6 +29,7 @@ from navi_actor.models.heads import (
     raw_action,
 )
 from navi_actor.models.observation_scaling import scale_observation
+from navi_actor.models.open_loop import lagged_distribution
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class ActOutput:
     #: [B, H, A] raw mean actions for this tick and the next H-1 (``[:, 0]`` is ``action_mean``);
     #: None if H = 1
     action_chunk: torch.Tensor | None = None
+    action_log_std: torch.Tensor | None = None  #: [B, A] the Gaussian's log-std (open-loop rollouts)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class NaviPolicy(nn.Module):
             init_forward_mean=float(raw_action(torch.tensor(cfg.init_forward_mean), cfg.action_squash)),
             state_dependent_std=cfg.log_std_mode == "state",
             action_chunk=cfg.action_chunk,
+            chunk_mode=cfg.action_chunk_mode,
         )
         self.critic = ValueHead(cfg.embed_dim, zero_init=cfg.value_head_init == "zero")
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
@@ -143,7 +146,7 @@ class NaviPolicy(nn.Module):
         features, new_state = self.core.step(embedding, state)
         mean, log_std = self.actor(features)
         action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
-        later = self.actor.later_means(features)
+        later = self.actor.later_means(features, mean)
         return ActOutput(
             action=action,
             log_prob=action_log_prob(action, mean, log_std, self.cfg.action_squash),
@@ -152,6 +155,7 @@ class NaviPolicy(nn.Module):
             embedding=embedding,
             action_mean=mean,
             action_chunk=None if later is None else torch.cat([mean[:, None], later], dim=1),
+            action_log_std=log_std,
         )
 
     def evaluate_sequences(
@@ -160,6 +164,7 @@ class NaviPolicy(nn.Module):
         actions: torch.Tensor,
         state0: torch.Tensor,
         episode_starts: torch.Tensor,
+        lags: torch.Tensor | None = None,
     ) -> SequenceEval:
         """Re-evaluate a rollout window from the state stored at its start (with gradients).
 
@@ -168,6 +173,8 @@ class NaviPolicy(nn.Module):
             actions: ``[T, B, A]`` raw actions that were taken.
             state0: ``[B, S]`` recurrent state before step 0 (as stored by the rollout).
             episode_starts: ``[T, B]`` bool; True where the state is zeroed before that step.
+            lags: ``[T, B]`` long, the chunk entry each action was drawn from (open-loop rollouts,
+                :mod:`navi_actor.models.open_loop`); None or all 0: every tick's own distribution.
 
         Returns:
             :class:`SequenceEval` with ``[T, B]`` log-probabilities, entropies and values.
@@ -182,14 +189,22 @@ class NaviPolicy(nn.Module):
         embedding = self.encoder(scaled).unflatten(0, (T, B))  # [T*B, D] -> [T, B, D]
         features, final_state = self.core.sequence(embedding, state0, episode_starts)
         mean, log_std = self.actor(features)
+        later = self.actor.later_means(features, mean)
+        drawn_mean, drawn_log_std = mean, log_std
+        if lags is not None and later is not None:
+            self._check_shape("lags", lags, (T, B))
+            chunk = torch.cat([mean.unsqueeze(2), later], dim=2)  # [T, B, H, A]
+            drawn_mean, drawn_log_std = lagged_distribution(chunk, log_std, lags.long())
+        elif lags is not None and bool(lags.any()):
+            raise ValueError("lagged actions need a chunk head (policy.action_chunk >= 2)")
         return SequenceEval(
-            log_prob=action_log_prob(actions, mean, log_std, self.cfg.action_squash),
-            entropy=action_entropy(actions, mean, log_std, self.cfg.action_squash),
+            log_prob=action_log_prob(actions, drawn_mean, drawn_log_std, self.cfg.action_squash),
+            entropy=action_entropy(actions, drawn_mean, drawn_log_std, self.cfg.action_squash),
             value=self.critic(features),
             action_mean=mean,
             embedding=embedding,
             final_state=final_state,
-            later_means=self.actor.later_means(features),
+            later_means=later,
         )
 
     @torch.no_grad()

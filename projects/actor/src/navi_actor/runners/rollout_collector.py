@@ -9,7 +9,7 @@ skip the bootstrap forward pass when nothing was truncated, which is the common 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
@@ -17,6 +17,7 @@ import torch
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.envs.protocol import VectorEnv, VectorStep
 from navi_actor.models import ActOutput, NaviPolicy
+from navi_actor.models.open_loop import OpenLoopSchedule
 from navi_actor.storage.rollout_storage import RolloutStorage
 
 
@@ -57,6 +58,9 @@ class RolloutCollector:
         shaping: optional actor-side reward shaping.
         seed: environment reset seed.
         on_step: optional callback with the post-step observation [B, 3, Az, El] (telemetry).
+        open_loop_fraction: with a chunk head, the share of closed-loop ticks that start executing
+            the chunk's later entries open loop (``ppo.open_loop_fraction``,
+            :mod:`navi_actor.models.open_loop`); 0: always a fresh action.
     """
 
     def __init__(
@@ -68,8 +72,19 @@ class RolloutCollector:
         shaping: RewardShaping | None = None,
         seed: int | None = None,
         on_step: Callable[[torch.Tensor], None] | None = None,
+        open_loop_fraction: float = 0.0,
     ) -> None:
         self.env, self.policy, self.storage, self.shaping = env, policy, storage, shaping
+        self.open_loop: OpenLoopSchedule | None = None
+        if open_loop_fraction > 0.0:
+            self.open_loop = OpenLoopSchedule(
+                env.num_actors,
+                policy.cfg.action_chunk,
+                fraction=open_loop_fraction,
+                sequence_length=storage.sequence_length,
+                squash=policy.cfg.action_squash,
+                device=storage.device,
+            )
         self.on_step = on_step
         device = storage.device
         B = env.num_actors
@@ -103,19 +118,27 @@ class RolloutCollector:
         for t in range(T):
             with timer.stage("policy"):
                 acted = self.policy.act(self.obs, self.state, self.episode_start)
+                action, log_prob, lag = acted.action, acted.log_prob, None
+                if self.open_loop is not None:
+                    assert acted.action_chunk is not None and acted.action_log_std is not None
+                    action, log_prob, lag = self.open_loop.step(
+                        t, episode_start=self.episode_start, action=action, log_prob=log_prob,
+                        chunk_means=acted.action_chunk, log_std=acted.action_log_std,
+                    )  # fmt: skip
                 storage.insert(
                     t,
                     obs=self.obs,
                     state=self.state,
                     episode_start=self.episode_start,
-                    action=acted.action,
-                    log_prob=acted.log_prob,
+                    action=action,
+                    log_prob=log_prob,
                     value=acted.value,
+                    lag=lag,
                 )
             with timer.stage("env"):
-                step = self.env.step(self.policy.physics_action(acted.action))
+                step = self.env.step(self.policy.physics_action(action))
             with timer.stage("shaping"):
-                reward, terms = self._shape(step, acted)
+                reward, terms = self._shape(step, acted if lag is None else replace(acted, action=action))
             with timer.stage("bootstrap"):
                 final_value = self._truncation_values(step, acted.state)
             storage.insert_outcome(t, reward, step.terminated, step.truncated, final_value)

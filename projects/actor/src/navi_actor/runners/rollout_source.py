@@ -97,6 +97,7 @@ class LocalRollouts:
 
     def start(self, runner: OnPolicyRunner) -> None:
         self._runner = runner
+        chunked = runner.policy.actor.chunk is not None
         self.collector = RolloutCollector(
             self.env,
             runner.policy,
@@ -104,6 +105,7 @@ class LocalRollouts:
             shaping=runner.shaping.reward,
             seed=runner.settings.train.seed + runner.counters.step_id,
             on_step=self._on_step,
+            open_loop_fraction=runner.settings.ppo.open_loop_fraction if chunked else 0.0,
         )
 
     def _on_step(self, obs: torch.Tensor) -> None:

@@ -34,6 +34,8 @@ class SequenceBatch:
     # This batch's share of the minibatch's sequences: 1 for a single learner; a data-parallel rank
     # holding part of a minibatch weighs its losses by it (navi_actor.distributed.data_parallel).
     share: float = 1.0
+    # [L, M] long: the chunk entry each action was drawn from (open-loop rollouts; 0: closed loop)
+    lags: torch.Tensor | None = None
 
 
 class RolloutStorage:
@@ -82,6 +84,8 @@ class RolloutStorage:
         self.rewards = floats(T, B)
         self.final_values = torch.zeros((T, B), dtype=torch.float32, device=self.device)
         self.terminated, self.truncated, self.episode_starts = flags(), flags(), flags()
+        # chunk entry each action was drawn from (navi_actor.models.open_loop); 0: the tick's own
+        self.lags = torch.zeros((T, B), dtype=torch.long, device=self.device)
         self.sequence_states = floats(self.num_chunks, B, state_size)
         self.advantages = floats(T, B)
         self.returns = floats(T, B)
@@ -96,6 +100,7 @@ class RolloutStorage:
         action: torch.Tensor,
         log_prob: torch.Tensor,
         value: torch.Tensor,
+        lag: torch.Tensor | None = None,
     ) -> None:
         """Record what the policy saw and did at ``step`` (before the environment answered).
 
@@ -107,8 +112,13 @@ class RolloutStorage:
             action: [B, A] raw sampled action (the log-prob refers to it, not to the clipped one).
             log_prob: [B] log-probability of ``action``.
             value: [B] critic value of ``obs``.
+            lag: [B] long, the chunk entry ``action`` was drawn from (None: 0, a fresh action).
         """
         self.obs[step].copy_(obs)
+        if lag is None:
+            self.lags[step].zero_()
+        else:
+            self.lags[step].copy_(lag)
         self.episode_starts[step].copy_(episode_start)
         self.actions[step].copy_(action)
         self.log_probs[step].copy_(log_prob)
@@ -221,4 +231,5 @@ class RolloutStorage:
             returns=take(self.returns),
             episode_starts=take(self.episode_starts),
             state0=self.sequence_states[chunk, drone],
+            lags=take(self.lags),
         )

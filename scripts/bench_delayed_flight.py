@@ -1,0 +1,149 @@
+"""Delayed flight in process: hold the last action or fly the chunk, with the latency of a slow brain.
+
+``scripts/bench_realtime.py`` measures the real processes under wall-clock latency, one run per cell
+with 4 drones, where run-to-run timing makes coverage noisy. This replays the same arithmetic in one
+process, tick by tick and deterministic, with as many planned episodes as wanted: a brain that
+consumes the observation before tick ``t`` (every ``interval`` ticks, its recurrent state stepped
+only on those, as the real-time brain's) and whose answer takes effect ``delay`` ticks later. Until
+then the previous answer goes on. Variants:
+
+- ``hold``: the answer is the mean action, held until the next answer (sequential inference
+  against a real-time world);
+- ``chunks``: chunk entry ``tau - t`` at tick ``tau`` (the real-time brain without blending);
+- ``chunks_blend``: the same, blended into the schedule in force over ``delay`` ticks with
+  :func:`navi_actor.service.chunk_schedule.blend_weights` (the real-time brain's blending).
+
+``delay = 0`` is the closed-loop reference (a fresh mean every tick). Prints ONE JSON line.
+
+    uv run python scripts/bench_delayed_flight.py --checkpoint CKPT [--delays 0,2,3] [--drones 16]
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import torch
+
+VARIANTS = ("hold", "chunks", "chunks_blend")
+
+
+def delayed_actions(chunk: torch.Tensor, answered: int, tick: int, variant: str) -> torch.Tensor:
+    """The action ``[B, A]`` a schedule from the chunk ``[B, H, A]`` for ``answered`` executes at ``tick``."""
+    if variant == "hold":
+        return chunk[:, 0]
+    return chunk[:, min(tick - answered, chunk.shape[1] - 1)]
+
+
+def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, ticks: int, delay: int,
+        variant: str, blend_ticks: int | None = None) -> dict[str, float]:  # fmt: skip
+    """One delayed flight of every planned episode; coverage, collisions and what was flown."""
+    from navi_actor.service.chunk_schedule import blend_weights
+
+    drones = backend.num_actors
+    rows = torch.arange(drones)
+    obs = backend.start_episodes(rows, torch.zeros_like(rows), plan[0], plan[1]).clone()
+    interval = max(1, delay)
+    span = max(1, delay if blend_ticks is None else blend_ticks)  # blended ticks after a new chunk
+    state, start = policy.initial_state(drones), torch.ones(drones, dtype=torch.bool)
+    current: tuple[torch.Tensor, int] | None = None  # (chunk, answered tick) in force
+    pending: list[tuple[int, torch.Tensor, int]] = []  # (effective tick, chunk, answered tick)
+    blend_from: tuple[torch.Tensor, int, int] | None = None  # old schedule, its tick, blend start
+    live = np.ones(drones, bool)
+    cells, collisions, drone_ticks = np.zeros(drones), 0.0, 0.0
+    flown, previous, jerk = [], None, []
+    for tick in range(ticks):
+        if tick % interval == 0:
+            acted = policy.act(obs, state, start, deterministic=True)
+            state, start = acted.state, torch.zeros_like(start)
+            chunk = policy.physics_action(acted.action_chunk)
+            pending.append((tick + delay, chunk, tick))
+        while pending and (pending[0][0] <= tick or current is None):  # the first answer: at once
+            _, chunk, answered = pending.pop(0)
+            if current is not None and variant == "chunks_blend":
+                blend_from = (current[0], current[1], tick)
+            current = (chunk, answered)
+        assert current is not None
+        action = delayed_actions(current[0], current[1], tick, variant)
+        if blend_from is not None and tick - blend_from[2] < span:
+            j, weights = tick - blend_from[2], blend_weights(span)
+            old = delayed_actions(blend_from[0], blend_from[1], tick, variant)
+            action = weights[j] * old + (1.0 - weights[j]) * action
+        out = backend.step(action)
+        executed = action.numpy()
+        if previous is not None:
+            jerk.append(np.abs(executed - previous).mean(axis=1)[live])
+        previous = executed
+        flown.append(executed[live])
+        collisions += float((out.info["collision"].cpu().numpy() > 0.5)[live].sum())
+        drone_ticks += float(live.sum())
+        cells = np.where(live, out.info["coverage"].cpu().numpy(), cells)
+        live &= ~(out.terminated | out.truncated).cpu().numpy()
+        obs = out.obs.clone()
+        if not live.any():
+            break
+    actions = np.concatenate(flown)
+    return {
+        "coverage": float(cells.mean()) / max(backend.reachable_cells(0), 1),
+        "collision_rate": collisions / max(drone_ticks, 1.0),
+        "jerk": float(np.concatenate(jerk).mean()) if jerk else 0.0,
+        "action_mean": actions.mean(axis=0).tolist(),
+        "action_abs_mean": np.abs(actions).mean(axis=0).tolist(),
+        "yaw_std": float(actions[:, 3].std()),
+    }
+
+
+@click.command()
+@click.option("--checkpoint", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A policy with a chunk head (action_chunk >= 2).")  # fmt: skip
+@click.option("--gmdag-file", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="The scene.")  # fmt: skip
+@click.option("--delays", default="0,2,3", show_default=True, help="Brain delays in ticks (0: closed loop).")
+@click.option("--drones", default=16, show_default=True, help="Planned episodes flown at once.")
+@click.option("--ticks", default=400, show_default=True, help="Ticks per flight.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the planned start poses.")
+@click.option(
+    "--blend-ticks", type=int, help="Blend over this many ticks (default: the delay, as the brain does)."
+)
+def main(*, checkpoint: Path, gmdag_file: Path, delays: str, drones: int, ticks: int, seed: int,
+         blend_ticks: int | None) -> None:  # fmt: skip
+    """Fly every variant at every delay on the same planned episodes and print one JSON line."""
+    from navi_actor.checkpoints import load_checkpoint
+    from navi_actor.models import NaviPolicy
+    from navi_common import configure_logging
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.config import EnvironmentSettings
+
+    configure_logging("warning", production=False)
+    torch.set_num_threads(1)
+    loaded = load_checkpoint(checkpoint)
+    config = loaded.policy_config
+    if config.action_chunk < 2:
+        raise click.UsageError(f"{checkpoint} has no chunk head (policy.action_chunk = 1)")
+    policy = NaviPolicy(config)
+    policy.load_state_dict(loaded.model)
+    policy.eval()
+    sensor = {"azimuth_bins": config.azimuth, "elevation_bins": config.elevation}
+    backend = SdfDagBackend(EnvironmentSettings(sensor=sensor), drones, scene_paths=[gmdag_file])  # type: ignore[arg-type]
+    backend.reset(seed)
+    plan = backend.sample_starts(0, drones, seed)
+    results: dict[str, dict[str, Any]] = {}
+    with torch.inference_mode():
+        for delay in (int(value) for value in delays.split(",")):
+            for variant in VARIANTS if delay else ("hold",):
+                row = fly(policy, backend, plan, ticks=ticks, delay=delay, variant=variant,
+                          blend_ticks=blend_ticks)  # fmt: skip
+                results.setdefault(str(delay), {})[variant] = row
+                click.echo(f"delay {delay} {variant:<13} coverage {row['coverage']:.4f} collide "
+                           f"{row['collision_rate']:.4f} jerk {row['jerk']:.4f} yaw_std {row['yaw_std']:.3f} "
+                           f"|yaw| {row['action_abs_mean'][3]:.3f}", err=True)  # fmt: skip
+    line = {"bench": "delayed_flight", "checkpoint": str(checkpoint), "drones": drones, "ticks": ticks,
+            "seed": seed, "blend_ticks": blend_ticks, "results": results}  # fmt: skip
+    click.echo(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()
