@@ -156,8 +156,9 @@ def compare_reports(first: EvaluationReport, second: EvaluationReport) -> dict[s
     out: dict[str, Any] = {}
     for name, statistic in AGGREGATES.items():
         out[name] = {
-            "difference": stats.paired(statistic, first.columns, second.columns, strata, stats.difference)
-            .as_dict(),
+            "difference": stats.paired(
+                statistic, first.columns, second.columns, strata, stats.difference
+            ).as_dict(),
             "ratio": stats.paired(statistic, first.columns, second.columns, strata, stats.ratio).as_dict(),
         }
     return out
