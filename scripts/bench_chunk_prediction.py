@@ -85,10 +85,11 @@ def _row(k: int, predicted: np.ndarray, actual: np.ndarray, held: np.ndarray) ->
     }
 
 
-def rollout(
-    checkpoint: Path, scene: Path, *, drones: int, ticks: int, seed: int, stochastic: bool
-) -> dict[str, np.ndarray]:
-    """Fly the policy closed loop for ``ticks`` ticks; its chunks, means and episode ends per tick."""
+def chunk_policy_and_scene(checkpoint: Path, scene: Path, drones: int) -> tuple[Any, Any]:
+    """The checkpoint's policy (eval mode; it must have a chunk head) and ``scene`` on its sensor.
+
+    Shared with ``bench_delayed_flight.py``.
+    """
     from navi_actor.checkpoints import load_checkpoint
     from navi_actor.models import NaviPolicy
     from navi_environment.backend import SdfDagBackend
@@ -103,6 +104,14 @@ def rollout(
     policy.eval()
     sensor = {"azimuth_bins": config.azimuth, "elevation_bins": config.elevation}
     backend = SdfDagBackend(EnvironmentSettings(sensor=sensor), drones, scene_paths=[scene])  # type: ignore[arg-type]
+    return policy, backend
+
+
+def rollout(
+    checkpoint: Path, scene: Path, *, drones: int, ticks: int, seed: int, stochastic: bool
+) -> dict[str, np.ndarray]:
+    """Fly the policy closed loop for ``ticks`` ticks; its chunks, means and episode ends per tick."""
+    policy, backend = chunk_policy_and_scene(checkpoint, scene, drones)
     torch.manual_seed(seed)
     obs = backend.reset(seed)
     state = policy.initial_state(drones)

@@ -111,23 +111,13 @@ def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, t
 def main(*, checkpoint: Path, gmdag_file: Path, delays: str, drones: int, ticks: int, seed: int,
          blend_ticks: int | None) -> None:  # fmt: skip
     """Fly every variant at every delay on the same planned episodes and print one JSON line."""
-    from navi_actor.checkpoints import load_checkpoint
-    from navi_actor.models import NaviPolicy
+    from bench_chunk_prediction import chunk_policy_and_scene  # scripts/ is on the path of a script
+
     from navi_common import configure_logging
-    from navi_environment.backend import SdfDagBackend
-    from navi_environment.config import EnvironmentSettings
 
     configure_logging("warning", production=False)
     torch.set_num_threads(1)
-    loaded = load_checkpoint(checkpoint)
-    config = loaded.policy_config
-    if config.action_chunk < 2:
-        raise click.UsageError(f"{checkpoint} has no chunk head (policy.action_chunk = 1)")
-    policy = NaviPolicy(config)
-    policy.load_state_dict(loaded.model)
-    policy.eval()
-    sensor = {"azimuth_bins": config.azimuth, "elevation_bins": config.elevation}
-    backend = SdfDagBackend(EnvironmentSettings(sensor=sensor), drones, scene_paths=[gmdag_file])  # type: ignore[arg-type]
+    policy, backend = chunk_policy_and_scene(checkpoint, gmdag_file, drones)
     backend.reset(seed)
     plan = backend.sample_starts(0, drones, seed)
     results: dict[str, dict[str, Any]] = {}

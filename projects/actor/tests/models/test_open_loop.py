@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from point_rollouts import RecordingEnv
 
 from navi_actor.algorithms.ppo import PPOLearner
 from navi_actor.config import PPOConfig
-from navi_actor.envs.point import PointGoalEnv, PointStep
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.models.open_loop import OpenLoopSchedule, lagged_distribution
 from navi_actor.runners.rollout_collector import RolloutCollector
@@ -26,18 +26,6 @@ SMALL = PolicyConfig(
 T, L, B = 32, 8, 4
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-class RecordingEnv(PointGoalEnv):
-    """Remembers every action batch it was asked to execute."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.received: list[torch.Tensor] = []
-
-    def step(self, actions: torch.Tensor) -> PointStep:
-        self.received.append(actions.clone())
-        return super().step(actions)
 
 
 def open_loop_rollout(fraction: float, seed: int = 0) -> tuple[NaviPolicy, RolloutStorage, RecordingEnv]:

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import torch
+from point_rollouts import RecordingEnv
 
 from navi_actor.envs.point import PointGoalEnv, PointStep
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
-
-
-class RecordingEnv(PointGoalEnv):
-    """Remembers every action batch it was asked to execute."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.received: list[torch.Tensor] = []
-
-    def step(self, actions: torch.Tensor) -> PointStep:
-        self.received.append(actions.clone())
-        return super().step(actions)
 
 
 def make(max_steps: int = 5) -> tuple[RecordingEnv, NaviPolicy, RolloutStorage, RolloutCollector]:

@@ -1,11 +1,26 @@
-"""One small rollout on the point toy, for the PPO learner tests (shared instead of copied)."""
+"""The point toy for rollout tests: one small collected rollout, and an env that records its actions
+(shared instead of copied)."""
 
 from __future__ import annotations
 
-from navi_actor.envs.point import PointGoalEnv
+import torch
+
+from navi_actor.envs.point import PointGoalEnv, PointStep
 from navi_actor.models import NaviPolicy
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
+
+
+class RecordingEnv(PointGoalEnv):
+    """Remembers every action batch it was asked to execute (what reached the physics)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.received: list[torch.Tensor] = []
+
+    def step(self, actions: torch.Tensor) -> PointStep:
+        self.received.append(actions.clone())
+        return super().step(actions)
 
 
 def collected(policy: NaviPolicy) -> RolloutStorage:
