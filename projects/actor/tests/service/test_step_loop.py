@@ -188,12 +188,16 @@ def test_request_before_reset_is_refused_by_the_bridge() -> None:
 def test_brain_waits_quietly_for_a_loading_environment(checkpoint: Path, tmp_path: Path) -> None:
     """Issue 23: the brain warned env_unreachable while the environment was still loading."""
     endpoint, stop = free_tcp_endpoint(), threading.Event()
-    settings = brain_settings(endpoint, checkpoint, tmp_path, env_ready_timeout_ms=60_000)
+    # Requests time out after 1 s (not 300 ms): a first reply slowed by a loaded CI box is then not a
+    # (true) timeout warning, while a brain that did not wait quietly would still warn twice below.
+    settings = brain_settings(
+        endpoint, checkpoint, tmp_path, env_ready_timeout_ms=60_000, request_timeout_ms=1_000
+    )
     bridge = CountingBridge(PointGoalEnv(2), target=5)
     with capture_logs() as logs:
         thread = threading.Thread(target=run_brain, args=(settings, tmp_path, stop), daemon=True)
         thread.start()
-        stop.wait(1.5)  # "loading": five request timeouts of 300 ms pass without an environment
+        stop.wait(2.5)  # "loading": two request timeouts of 1 s pass without an environment
         with serve_in_thread(bridge, endpoint):
             assert bridge.reached.wait(30)
             stop.set()
