@@ -96,13 +96,7 @@ def test_every_ranged_float_array_of_every_model_is_covered_and_takes_the_intege
 def test_a_bad_value_in_any_ranged_array_is_refused_naming_its_field(
     model: WireModel, index: int, path: str, value: float, message: str
 ) -> None:
-    frames: list[Any] = [bytes(frame) for frame in encode_frames(model)]
-    values = np.frombuffer(frames[index], dtype=np.float32).copy()
-    assert values.size > 64  # the integer-maximum path, not the few-values loop
-    values[values.size // 2] = value
-    frames[index] = values.tobytes()
-    with pytest.raises(ContractError, match=rf"^{type(model).__name__}\.{path}: {message}"):
-        decode_frames(frames)
+    _refused_with_middle_value(model, index, path, value, message, few=False)
 
 
 @pytest.mark.parametrize("model", LARGE, ids=lambda model: type(model).__name__)
@@ -174,13 +168,7 @@ def test_a_bad_value_in_a_small_ranged_array_is_refused_naming_its_field(
 ) -> None:
     """A pose, an action or a reward with one bad value (NaN of either sign, an infinity, the nearest
     float past a bound) is refused through the decoder, the message naming the nested field."""
-    frames: list[Any] = [bytes(frame) for frame in encode_frames(model)]
-    values = np.frombuffer(frames[index], dtype=np.float32).copy()
-    assert values.size <= 64  # the few-values path, not the integer maxima
-    values[values.size // 2] = value
-    frames[index] = values.tobytes()
-    with pytest.raises(ContractError, match=rf"^{type(model).__name__}\.{path}: {message}"):
-        decode_frames(frames)
+    _refused_with_middle_value(model, index, path, value, message, few=True)
 
 
 @pytest.mark.parametrize("model", FEW, ids=lambda model: type(model).__name__)
@@ -193,3 +181,17 @@ def test_few_values_on_the_bounds_are_accepted(model: WireModel) -> None:
         values[:2] = [-3.0e38 if spec.low is None else spec.low, 3.0e38 if spec.high is None else spec.high]
         frames[index] = values.tobytes()
     assert isinstance(decode_frames(frames), type(model))
+
+
+def _refused_with_middle_value(
+    model: WireModel, index: int, path: str, value: float, message: str, *, few: bool
+) -> None:
+    """Frame ``index`` with ``value`` in its middle is refused, naming ``path``; ``few`` says which
+    check path the array takes (64 values or fewer: the few-values loop; more: the integer maxima)."""
+    frames: list[Any] = [bytes(frame) for frame in encode_frames(model)]
+    values = np.frombuffer(frames[index], dtype=np.float32).copy()
+    assert (values.size <= 64) == few
+    values[values.size // 2] = value
+    frames[index] = values.tobytes()
+    with pytest.raises(ContractError, match=rf"^{type(model).__name__}\.{path}: {message}"):
+        decode_frames(frames)
