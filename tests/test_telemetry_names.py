@@ -231,3 +231,4 @@ def test_the_realtime_brain_counters_are_understood_and_charted() -> None:
     assert [key for key in counters if not names.understood(key)] == []
     assert names.charted(names.MISSED_PERIODS) and names.charted(names.DELAY_TICKS)
     assert names.understood("losses/chunk_loss")
+    assert names.understood("losses/symmetry_loss")

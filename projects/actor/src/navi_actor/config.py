@@ -99,6 +99,13 @@ class PPOConfig(SettingsGroup):
         description="Weight of the chunk head's auxiliary loss (policy.action_chunk > 1): predict the "
         "policy's own later mean actions along the rollout.",
     )
+    symmetry_coef: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Weight of the mirror-symmetry loss: the mean action on the left-right mirrored "
+        "rollout, mirrored back, is a target for the mean action, so turning one way whatever the "
+        "drone sees is no longer free (navi_actor.models.mirror); 0: off.",
+    )
     open_loop_fraction: float = Field(
         default=0.0,
         ge=0.0,

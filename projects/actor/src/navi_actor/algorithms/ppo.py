@@ -24,6 +24,7 @@ from navi_actor.algorithms.losses import (
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.config import PPOConfig
 from navi_actor.models import NaviPolicy
+from navi_actor.models.mirror import mirror_action, mirror_observation
 from navi_actor.models.policy import SequenceEval
 from navi_actor.storage.rollout_storage import RolloutStorage, SequenceBatch
 
@@ -61,6 +62,7 @@ METRIC_NAMES = (
     "auxiliary_loss",
 )
 CHUNK_METRIC = "chunk_loss"  #: reported only by policies with a chunk head (policy.action_chunk > 1)
+SYMMETRY_METRIC = "symmetry_loss"  #: reported only with the mirror-symmetry loss (ppo.symmetry_coef > 0)
 AuxiliaryStep = Callable[[SequenceBatch], torch.Tensor]
 
 
@@ -200,6 +202,8 @@ class PPOLearner:
             group["lr"] = learning_rate
         self._apply_log_std_ceiling()
         value_fit = explained_variance(storage.values, storage.returns, self.all_reduce)
+        if cfg.symmetry_coef > 0.0:
+            storage.mirror_means = self._mirrored_means(storage)
         timer = StageTimer(use_cuda_events=cfg.cuda_timing and storage.device.type == "cuda")
         per_epoch: list[dict[str, float]] = []
         early_stopped = False
@@ -234,6 +238,23 @@ class PPOLearner:
             per_epoch=per_epoch,
         )
 
+    def _mirrored_means(self, storage: RolloutStorage) -> torch.Tensor:
+        """Targets of the symmetry loss ``[T, B, A]``: the mean actions this policy takes on the
+        mirrored rollout (:mod:`navi_actor.models.mirror`), mirrored back. No gradients.
+
+        The mirrored rollout is replayed once per update from the rollout's first stored state, so
+        after an episode start the mirrored history is exact and before it the recurrent state is
+        the original one's (a regulariser's approximation, not a PPO quantity).
+        """
+        with torch.no_grad():
+            mirrored = self.policy.evaluate_sequences(
+                mirror_observation(storage.obs),
+                mirror_action(storage.actions),
+                storage.sequence_states[0],
+                storage.episode_starts,
+            )
+        return mirror_action(mirrored.action_mean)
+
     def _apply_log_std_ceiling(self) -> None:
         """Lower the global log-std parameter to the scheduled ceiling (kept in the checkpoint)."""
         ceiling = self.log_std_ceiling()
@@ -250,7 +271,7 @@ class PPOLearner:
         on_minibatch: Callable[[], None] | None,
     ) -> dict[str, float]:
         cfg = self.config
-        sums = torch.zeros(len(METRIC_NAMES) + 1, device=storage.device)  # + the chunk loss
+        sums = torch.zeros(len(METRIC_NAMES) + 2, device=storage.device)  # + the chunk, symmetry losses
         batches = storage.sequence_minibatches(cfg.num_minibatches, generator)
         pending = 0
         for _index in range(cfg.num_minibatches):
@@ -276,9 +297,11 @@ class PPOLearner:
             self.all_reduce(sums)
             sums[METRIC_NAMES.index("grad_norm")] = grad_norm
         means = (sums / cfg.num_minibatches).tolist()  # the one host copy of this epoch
-        metrics = dict(zip((*METRIC_NAMES, CHUNK_METRIC), means, strict=True))
+        metrics = dict(zip((*METRIC_NAMES, CHUNK_METRIC, SYMMETRY_METRIC), means, strict=True))
         if self.policy.actor.chunk is None:
             del metrics[CHUNK_METRIC]
+        if cfg.symmetry_coef == 0.0:
+            del metrics[SYMMETRY_METRIC]
         metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
         return metrics
 
@@ -314,8 +337,11 @@ class PPOLearner:
                     evaluation.later_means, evaluation.action_mean.detach(), batch.episode_starts
                 )
                 loss = loss + cfg.chunk_coef * chunk_loss
+            symmetry_loss = torch.zeros((), device=loss.device)
+            if cfg.symmetry_coef > 0.0 and batch.mirror_means is not None:
+                symmetry_loss = (evaluation.action_mean - batch.mirror_means).square().mean()
             if not warming_up:
-                loss = loss + policy_loss - cfg.entropy_coef * entropy
+                loss = loss + policy_loss - cfg.entropy_coef * entropy + cfg.symmetry_coef * symmetry_loss
                 loss = loss + self.reference_kl_coef() * reference_kl
         with timer.stage("backward"):
             # A data-parallel rank's loss, weighted by its share of the minibatch, times the ranks
@@ -333,6 +359,7 @@ class PPOLearner:
                 zero,
                 zero,
                 chunk_loss.detach(),
+                symmetry_loss.detach(),
             ]
         )
 

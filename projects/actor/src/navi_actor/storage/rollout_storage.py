@@ -36,6 +36,9 @@ class SequenceBatch:
     share: float = 1.0
     # [L, M] long: the chunk entry each action was drawn from (open-loop rollouts; 0: closed loop)
     lags: torch.Tensor | None = None
+    # [L, M, A] targets of the symmetry loss (ppo.symmetry_coef): mirrored-back means on the mirrored
+    # rollout; None when the learner did not compute them
+    mirror_means: torch.Tensor | None = None
 
 
 class RolloutStorage:
@@ -89,6 +92,8 @@ class RolloutStorage:
         self.sequence_states = floats(self.num_chunks, B, state_size)
         self.advantages = floats(T, B)
         self.returns = floats(T, B)
+        #: [T, B, A] set by the learner before an update that uses the symmetry loss; None otherwise
+        self.mirror_means: torch.Tensor | None = None
 
     def insert(
         self,
@@ -232,4 +237,5 @@ class RolloutStorage:
             episode_starts=take(self.episode_starts),
             state0=self.sequence_states[chunk, drone],
             lags=take(self.lags),
+            mirror_means=None if self.mirror_means is None else take(self.mirror_means),
         )
