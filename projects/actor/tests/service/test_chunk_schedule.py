@@ -9,6 +9,7 @@ from navi_actor.service.chunk_schedule import (
     Schedule,
     align_chunk,
     blend_weights,
+    covered_delay,
     measured_delay,
     merge_schedules,
     upcoming_tick,
@@ -104,3 +105,24 @@ def test_past_entries_are_dropped_and_a_gap_is_left_to_the_environment() -> None
     assert held.start == 101 and torch.equal(held.actions, stale.actions[:, -1:])
     nothing_before = merge_schedules(None, new, upcoming_tick=101)
     assert nothing_before.start == 105 and torch.equal(nothing_before.actions, new.actions)
+
+
+def test_an_overestimated_delay_never_leaves_ticks_without_a_scheduled_action() -> None:
+    """After one slow inference the running maximum (5) exceeds this inference's delay: the chunk for
+    tick 100 starts where the previous schedule ends (103), not at 105, so ticks 103 and 104 fly the
+    chunk's own entries instead of the fallback; with no previous schedule it starts at the earliest
+    tick the environment can still execute."""
+    chunk = torch.arange(8, dtype=torch.float32)[None, :, None]  # entry k is for tick 101 + k
+    previous = Schedule(start=101, actions=ramp(-1.0, 0.5, 2))  # ticks 101, 102
+    delay = covered_delay(5, observation_tick=100, earliest_tick=101, previous=previous)
+    assert delay == 3
+    merged = merge_schedules(previous, align_chunk(chunk, 100, delay), upcoming_tick=101, blend_ticks=5)
+    assert merged.start == 101 and merged.end == 109  # every tick from 101 to 108: no gap
+    assert merged.actions[0, :, 0].tolist() == [-1.0, -0.5, 2, 3, 4, 5, 6, 7]
+    assert covered_delay(5, observation_tick=100, earliest_tick=102, previous=None) == 2
+    ended = Schedule(90, ramp(0, 0, 3))  # ran out before the earliest tick
+    assert covered_delay(5, observation_tick=100, earliest_tick=102, previous=ended) == 2
+    # a schedule in force that covers the estimated ticks keeps them: the estimate rules
+    covering = Schedule(101, ramp(0, 0, 8))
+    assert covered_delay(3, observation_tick=100, earliest_tick=101, previous=covering) == 3
+    assert covered_delay(1, observation_tick=100, earliest_tick=101, previous=None) == 1

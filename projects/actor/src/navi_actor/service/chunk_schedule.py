@@ -8,7 +8,11 @@ therefore meant for ticks ``s + 1 .. s + H``: entry ``k`` for tick ``s + 1 + k``
 Inference takes time. If the new chunk can only take effect at tick ``s + d`` (``d >= 1`` ticks of
 delay), its first ``d - 1`` entries are for ticks already committed and are dropped. ``d`` is
 estimated with a running maximum over the last few inferences (:class:`DelayEstimator`), so one
-slow inference makes the next chunks start late enough too. Where the new chunk overlaps the ticks
+slow inference makes the next chunks start late enough too, though never so late that ticks the
+previous schedule no longer covers are left to the fallback (:func:`covered_delay`). Schedules are
+trimmed from ``latest_tick + 1`` (the newest observation's tick plus one), never from the
+time-extrapolated :func:`upcoming_tick`: the environment's next tick is never earlier than that,
+and rows for ticks it has already run are skipped by the environment. Where the new chunk overlaps the ticks
 still covered by the previous schedule, the two are blended over the first few ticks (the delay
 estimate: about one inference) with weights falling from 1 (the committed previous actions) to 0
 (the new ones), as real-time chunking does, so the executed actions do not jump when a new chunk
@@ -51,11 +55,17 @@ class DelayEstimator:
 
 
 def upcoming_tick(latest_tick: int, arrival: float, now: float, period: float) -> int:
-    """The next tick the environment executes, seen from ``now``.
+    """An *estimate* of the next tick the environment executes, seen from ``now``.
 
     The observation of ``latest_tick`` arrived at ``arrival`` (right after the environment ran that
     tick); the environment runs one tick per ``period`` seconds, so every whole period since then is
-    one more tick already run.
+    probably one more tick already run. Only probably: the observation arrives a step and a transfer
+    after the tick's deadline, so a period after ``arrival`` the environment may not have started the
+    next tick yet (a few ms late is enough), and a tick it misses takes no tick number. The estimate
+    measures delays and ages; what the brain *schedules* starts from ``latest_tick + 1``, the
+    earliest tick the environment can still execute (:func:`covered_delay`, and the control loop's
+    ``start_tick``), because a schedule starting after the environment's next tick replaces the one
+    that covered it and leaves that tick to the fallback.
     """
     return latest_tick + 1 + max(0, math.floor((now - arrival) / period))
 
@@ -80,6 +90,20 @@ class Schedule:
     def from_tick(self, tick: int) -> torch.Tensor:
         """The entries for ``tick`` onwards ``[B, K', A]`` (empty when the schedule has run out)."""
         return self.actions[:, max(0, tick - self.start) :]
+
+
+def covered_delay(estimate: int, observation_tick: int, earliest_tick: int, previous: Schedule | None) -> int:
+    """The delay to align a new chunk with: the estimate, unless nothing would cover the ticks before it.
+
+    The estimate (a running maximum) can exceed this inference's delay, e.g. right after one slow
+    inference; starting the new chunk at ``observation_tick + estimate`` keeps the previous schedule's
+    committed actions for the ticks before it. Where the previous schedule ends earlier (or there is
+    none), those ticks would go to the environment's fallback although the new chunk has entries for
+    them: the chunk then starts where the previous schedule ends, never before ``earliest_tick``
+    (the earliest tick the environment can still execute).
+    """
+    end = earliest_tick if previous is None else max(previous.end, earliest_tick)
+    return max(1, min(estimate, end - observation_tick))
 
 
 def align_chunk(chunk: torch.Tensor, observation_tick: int, delay: int) -> Schedule:
@@ -118,7 +142,8 @@ def merge_schedules(
     Args:
         previous: the schedule in force (None: nothing scheduled yet).
         new: the aligned new chunk.
-        upcoming_tick: the next tick the environment executes; earlier entries are dropped.
+        upcoming_tick: the earliest tick the environment can still execute (the brain passes the
+            newest observation's tick + 1); earlier entries are dropped.
         blend: False switches to the new chunk abruptly (for comparison).
         blend_ticks: blend over at most this many ticks, then follow the new chunk alone (None:
             the whole overlap). A long blend keeps executing old plans long after newer ones came;
@@ -127,7 +152,8 @@ def merge_schedules(
     Returns:
         A contiguous schedule starting at ``max(upcoming_tick, ...)``; when the previous schedule
         ends before the new one starts, the gap is left to the environment's fallback (the merged
-        schedule then starts at the new chunk); a previous schedule that starts after the new one
+        schedule then starts at the new chunk; the brain aligns with :func:`covered_delay`, which
+        leaves no such gap); a previous schedule that starts after the new one
         (older information about later ticks) is replaced.
     """
     start = max(new.start, upcoming_tick)

@@ -30,6 +30,7 @@ from navi_actor.service.chunk_schedule import (
     DelayEstimator,
     Schedule,
     align_chunk,
+    covered_delay,
     measured_delay,
     merge_schedules,
     upcoming_tick,
@@ -161,8 +162,11 @@ class InferenceLoop:
         upcoming = upcoming_tick(latest_tick, arrival, time.monotonic(), self.plan.period_s)
         self.estimator.record(measured_delay(tick, upcoming))
         delay = self.estimator.ticks
-        new = align_chunk(chunk, tick, delay)
-        merged = merge_schedules(self.previous, new, upcoming, self.plan.blend, blend_ticks=delay)
+        # the estimate may run ahead of the environment (a tick started a few ms late): the schedule
+        # starts no later than the earliest tick the environment can still execute
+        earliest = latest_tick + 1
+        new = align_chunk(chunk, tick, covered_delay(delay, tick, earliest, self.previous))
+        merged = merge_schedules(self.previous, new, earliest, self.plan.blend, blend_ticks=delay)
         length = min(int(merged.actions.shape[1]), self.shared.layout.capacity)
         self.previous = Schedule(merged.start, merged.actions[:, :length])
         with self.shared.condition:

@@ -8,9 +8,12 @@ publishes an Action for the upcoming tick: ``start_tick`` and the rest of the cu
 ``chunk``, so the environment keeps executing scheduled actions when a message is late; a new
 schedule is published as soon as it is written. A period in which the loop could not run at all
 (more than one period late) counts as missed (``missed_periods``); periods when the schedule has
-run out count as ``exhausted_periods`` (the environment's fallback acts then). The control process
-never waits for the shared lock either: when the inference process holds it, the observation stays
-pending until the next poll and the period is published from the last schedule copied out.
+run out at the estimated upcoming tick count as ``exhausted_periods`` (the environment's fallback
+acts then). Published schedules start at the newest observation's tick + 1 at the latest, never at
+the time-extrapolated upcoming tick (see :func:`~navi_actor.service.chunk_schedule.upcoming_tick`).
+The control process never waits for the shared lock either: when the inference process holds it,
+the observation stays pending until the next poll and the period is published from the last
+schedule copied out.
 
 Garbage collection: with torch imported a full collection scans hundreds of thousands of objects and
 paused this loop for ~0.3 s (several missed periods, measured on the 2-core box). The loop freezes
@@ -87,7 +90,8 @@ class RealtimeLoop:
         self.env_ids = np.zeros(1, dtype=np.int32)
         self.latest_tick, self.latest_arrival = -1, 0.0
         self.seen_version = 0
-        self.last_start = -1
+        self.last_start = self.last_effect = -1
+        self.exhausted = True  # the estimated upcoming tick has no scheduled action (set by _publish)
         self.periods = self.missed_periods = self.exhausted_periods = self.published = 0
         self.observations = 0
         self._next_stats = time.monotonic() + config.stats_seconds
@@ -132,11 +136,12 @@ class RealtimeLoop:
     def _period(self, now: float) -> None:
         if self._publish(now):
             self.periods += 1
-            # the stats' latency is the age of the published action: its tick minus the one it answers
-            age_s = (self.last_start - self.schedule_meta[3]) * self.period
+            # the stats' latency is the age of the published action: the tick it probably takes effect
+            # at (the estimated upcoming tick, or its start if later) minus the tick it answers
+            age_s = (self.last_effect - self.schedule_meta[3]) * self.period
             self.telemetry.record_step(age_s, torch.zeros(self.env_ids.shape[0], dtype=torch.bool),
                                        torch.full(self.env_ids.shape, float("nan")))  # fmt: skip
-        else:
+        if self.exhausted:
             self.exhausted_periods += 1
         if now >= self._next_stats:
             self._next_stats = now + self.config.stats_seconds
@@ -147,6 +152,7 @@ class RealtimeLoop:
 
         ``new_only``: only if a new schedule could be copied out now (else the next poll retries).
         """
+        self.exhausted = True
         if self.shared is None:
             return False
         copied = self.shared.read_schedule(self.schedule, wait=False)
@@ -159,7 +165,12 @@ class RealtimeLoop:
         if length == 0 or answers > self.latest_tick:  # nothing yet, or from before an env restart
             return False
         upcoming = upcoming_tick(self.latest_tick, self.latest_arrival, now, self.period)
-        first = max(upcoming, start, self.last_start)  # start ticks never go back (stale to the env)
+        self.exhausted = upcoming >= start + length  # probably: the environment's fallback acts now
+        # From the newest observation's tick + 1, not from the estimated upcoming tick: the estimate
+        # runs ahead when the environment starts its next tick a few ms late, and a start_tick after
+        # the tick it then executes would replace the schedule covering that tick (fallback). The
+        # environment skips the rows of ticks it has already run. Start ticks never go back (stale).
+        first = max(self.latest_tick + 1, start, self.last_start)
         if first >= start + length:
             return False
         chunk = np.ascontiguousarray(self.schedule[:, first - start : length])
@@ -168,7 +179,7 @@ class RealtimeLoop:
             step_id=answers, policy_id=self.policy_id, timestamp=time.time(),
         )  # fmt: skip
         self.publisher.publish(topics.ACTION, action)
-        self.last_start = first
+        self.last_start, self.last_effect = first, max(upcoming, first)
         self.published += 1
         return True
 
