@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 from env_bridge import observation_message
+from realtime_policy import SMALL_REALTIME_POLICY
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.envs.point import PointGoalEnv
@@ -32,14 +33,7 @@ from navi_actor.service.realtime_shared import SKIPPED_OBSERVATIONS, SharedLayou
 from navi_common import Publisher, Subscriber, free_tcp_endpoint
 from navi_contracts import Action, TelemetryEvent, topics
 
-SMALL = {
-    "azimuth": 32,
-    "elevation": 8,
-    "embed_dim": 32,
-    "vit_dim": 32,
-    "vit_layers": 1,
-    "temporal_core": "gru",
-}
+SMALL = SMALL_REALTIME_POLICY
 HZ, H = 20.0, 8
 PLAN = -0.7 + 0.2 * np.arange(H, dtype=np.float32)  # forward action of chunk entry k: tells k apart
 

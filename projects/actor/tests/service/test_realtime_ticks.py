@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 from env_bridge import observation_message
+from realtime_policy import SMALL_REALTIME_POLICY
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.envs.point import PointGoalEnv
@@ -41,14 +42,7 @@ from navi_actor.service.realtime_shared import (
 from navi_contracts import Action
 from navi_environment.server.realtime_schedule import ActionScheduler
 
-SMALL = {
-    "azimuth": 32,
-    "elevation": 8,
-    "embed_dim": 32,
-    "vit_dim": 32,
-    "vit_layers": 1,
-    "temporal_core": "gru",
-}
+SMALL = SMALL_REALTIME_POLICY
 PERIOD = 0.05
 
 
