@@ -15,20 +15,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from realtime_policy import SMALL_REALTIME_POLICY
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.models import NaviPolicy, PolicyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench_realtime.py"
-TINY = {
-    "azimuth": 32,
-    "elevation": 8,
-    "embed_dim": 32,
-    "vit_dim": 32,
-    "vit_layers": 1,
-    "temporal_core": "gru",
-}
+TINY = SMALL_REALTIME_POLICY
 
 
 def checkpoint(path: Path, chunk: int) -> Path:

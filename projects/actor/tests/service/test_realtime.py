@@ -7,7 +7,6 @@ The test plays a real-time environment: a thread publishes one observation per t
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from env_bridge import observation_message
-from realtime_policy import SMALL_REALTIME_POLICY
+from realtime_policy import SMALL_REALTIME_POLICY, saved_chunk_policy
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.envs.point import PointGoalEnv
@@ -29,7 +28,7 @@ from navi_actor.inference import PolicyStepper
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.service import BrainSettings, run_brain
 from navi_actor.service.realtime_inference import InferenceLoop, InferencePlan
-from navi_actor.service.realtime_shared import SKIPPED_OBSERVATIONS, SharedLayout, SharedState
+from navi_actor.service.realtime_shared import SKIPPED_OBSERVATIONS, SharedState
 from navi_common import Publisher, Subscriber, free_tcp_endpoint
 from navi_contracts import Action, TelemetryEvent, topics
 
@@ -215,13 +214,8 @@ def test_realtime_brain_with_h1_publishes_single_action_schedules(tmp_path: Path
 def test_inference_state_follows_exactly_the_consumed_observations(tmp_path: Path) -> None:
     """The inference loop, stepped by hand on shared memory (no process): a skipped observation never
     touches the memory, a changed episode id resets that drone only, as the sequential brain does."""
-    torch.manual_seed(2)
-    config = PolicyConfig(action_chunk=3, **SMALL)  # type: ignore[arg-type]
-    policy = NaviPolicy(config).eval()
-    path = save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=config), tmp_path / "p.pt")
-    layout = SharedLayout(drones=2, azimuth=32, elevation=8)
-    condition = multiprocessing.get_context("spawn").Condition()
-    shared = SharedState(layout, condition)
+    policy, path, layout, condition, shared = saved_chunk_policy(tmp_path)
+    config = policy.cfg
     plan = InferencePlan(
         block_name=shared.name, layout=layout.as_dict(), checkpoint=str(path), policy_id="p",
         fresh_config_json=config.model_dump_json(), device="cpu", deterministic=True, seed=0,

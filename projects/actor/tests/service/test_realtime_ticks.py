@@ -14,20 +14,17 @@ the clock handed in: deterministic, no processes, no sockets.
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from env_bridge import observation_message
-from realtime_policy import SMALL_REALTIME_POLICY
+from realtime_policy import SMALL_REALTIME_POLICY, saved_chunk_policy
 
-from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.envs.point import PointGoalEnv
-from navi_actor.models import NaviPolicy, PolicyConfig
+from navi_actor.models import PolicyConfig
 from navi_actor.service.config import ServiceConfig
 from navi_actor.service.realtime_inference import InferenceLoop, InferencePlan
 from navi_actor.service.realtime_loop import RealtimeLoop
@@ -102,13 +99,7 @@ def test_a_schedule_written_while_the_environment_is_late_covers_its_next_tick(t
     """The inference side, by hand: the observation of tick 0 arrived 1.5 periods ago, so the estimate
     says tick 2 is next, but the environment (late) has not run tick 1. The schedule starts at tick 1
     with the chunk's first entry: nothing is left to the fallback."""
-    torch.manual_seed(2)
-    config = PolicyConfig(action_chunk=3, **SMALL)  # type: ignore[arg-type]
-    policy = NaviPolicy(config).eval()
-    path = save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=config), tmp_path / "p.pt")
-    layout = SharedLayout(drones=2, azimuth=32, elevation=8)
-    condition = multiprocessing.get_context("spawn").Condition()
-    shared = SharedState(layout, condition)
+    _policy, path, layout, condition, shared = saved_chunk_policy(tmp_path)
     period = 10.0  # long, so the forward pass cannot move the estimate on a loaded machine
     plan = plan_for(layout, path, period)
     loop = InferenceLoop(plan, SharedState(layout, condition, name=shared.name), threading.Event())

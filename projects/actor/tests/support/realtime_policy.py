@@ -1,6 +1,17 @@
-"""The small policy the real-time brain's tests run (shared so the two test files cannot drift)."""
+"""The small policy the real-time brain's tests run, and its saved checkpoint with shared memory
+(shared so the test files cannot drift)."""
 
 from __future__ import annotations
+
+import multiprocessing
+from multiprocessing.synchronize import Condition
+from pathlib import Path
+
+import torch
+
+from navi_actor.checkpoints import Checkpoint, save_checkpoint
+from navi_actor.models import NaviPolicy, PolicyConfig
+from navi_actor.service.realtime_shared import SharedLayout, SharedState
 
 #: PolicyConfig fields of a tiny GRU policy on a 32 x 8 sensor
 SMALL_REALTIME_POLICY: dict[str, int | str] = {
@@ -11,3 +22,16 @@ SMALL_REALTIME_POLICY: dict[str, int | str] = {
     "vit_layers": 1,
     "temporal_core": "gru",
 }
+
+
+def saved_chunk_policy(
+    folder: Path, chunk: int = 3, seed: int = 2
+) -> tuple[NaviPolicy, Path, SharedLayout, Condition, SharedState]:
+    """A seeded small policy with a ``chunk`` head saved in ``folder``, and a 2-drone shared block."""
+    torch.manual_seed(seed)
+    config = PolicyConfig(action_chunk=chunk, **SMALL_REALTIME_POLICY)  # type: ignore[arg-type]
+    policy = NaviPolicy(config).eval()
+    path = save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=config), folder / "p.pt")
+    layout = SharedLayout(drones=2, azimuth=32, elevation=8)
+    condition = multiprocessing.get_context("spawn").Condition()
+    return policy, path, layout, condition, SharedState(layout, condition)
