@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from navi_actor.config import ActorSettings
 from navi_actor.registry import ModelRegistry
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
+from navi_common.signals import on_termination, raise_interrupt
 
 TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
 
@@ -117,6 +120,27 @@ def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
     assert summary.interrupted and summary.updates_this_run == 1
     assert summary.final_checkpoint is not None and summary.final_checkpoint.is_file()
     assert load_checkpoint(summary.final_checkpoint).step_id == 32
+
+
+def test_ctrl_c_while_a_metrics_line_is_written_keeps_checkpoint_and_metrics_in_step(tmp_path: Path) -> None:
+    """The race CI once hit: Ctrl+C after the step was counted, before its metrics line was written."""
+    train = runner(settings(train={"total_steps": None}), tmp_path)
+    original = train.run.append_metrics
+    calls = {"n": 0}
+
+    def interrupt_while_writing(record: dict[str, Any]) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # lands right here, between counting and writing
+        original(record)
+
+    train.run.append_metrics = interrupt_while_writing  # type: ignore[method-assign]
+    with on_termination(raise_interrupt):
+        summary = train.run_training()
+    assert summary.interrupted and summary.updates_this_run == 2
+    lines = (summary.run_dir / "metrics.jsonl").read_text().splitlines()
+    assert summary.final_checkpoint is not None
+    assert load_checkpoint(summary.final_checkpoint).step_id == json.loads(lines[-1])["charts/step_id"] == 64
 
 
 def test_checkpoint_cadence_keeps_the_last_n(tmp_path: Path) -> None:

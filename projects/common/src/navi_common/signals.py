@@ -57,3 +57,37 @@ def on_termination(handler: Handler) -> Iterator[None]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold termination signals over a block that must not be cut in half, then deliver them.
+
+    Bookkeeping that writes two records of one event (a step counted and its metrics line) must run
+    whole, or a Ctrl+C landing between them leaves a final checkpoint of a step whose metrics line
+    was never written. A signal that arrives inside the block is remembered and, once the previous
+    handlers are back, handed to them (``KeyboardInterrupt`` for Ctrl+C and, under a command,
+    SIGTERM), so the stop happens at the end of the block instead of in its middle. Main thread
+    only, like every signal handler; elsewhere the block runs unguarded.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[tuple[int, FrameType | None]] = []
+
+    def remember(signum: int, frame: FrameType | None) -> None:
+        arrived.append((signum, frame))
+
+    previous = {signum: signal.signal(signum, remember) for signum in termination_signals()}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        if arrived:
+            signum, frame = arrived[0]
+            old = previous[signal.Signals(signum)]
+            if callable(old):
+                old(signum, frame)
+            elif old == signal.SIG_DFL:
+                signal.raise_signal(signum)  # the default action, now that it is back

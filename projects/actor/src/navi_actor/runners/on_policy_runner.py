@@ -33,6 +33,7 @@ from navi_actor.runners.progress import RunProgress, Stopwatch, carry_forward, p
 from navi_actor.runners.rollout_source import LocalRollouts, RolloutSource
 from navi_actor.runners.run_folder import RunFolder, new_run_id
 from navi_actor.telemetry import TrainingTelemetry
+from navi_common.signals import interrupts_deferred
 
 log = structlog.get_logger()
 
@@ -220,11 +221,12 @@ class OnPolicyRunner:
         try:
             while self._keep_going(steps, clock):
                 stats, result = self._learn_one(updates, clock)
-                self.counters.record(stats, self.settings.train.reward_ema_alpha, lap.lap())
-                steps, updates = steps + stats.env_steps, updates + 1
-                record = update_record(self.counters, stats, result, steps / max(clock.total(), 1e-9))
-                record |= self.source.record()
-                self.run.append_metrics(record)
+                with interrupts_deferred():  # a step counted is a step whose metrics line is written
+                    self.counters.record(stats, self.settings.train.reward_ema_alpha, lap.lap())
+                    steps, updates = steps + stats.env_steps, updates + 1
+                    record = update_record(self.counters, stats, result, steps / max(clock.total(), 1e-9))
+                    record |= self.source.record()
+                    self.run.append_metrics(record)
                 if self.telemetry is not None:
                     self.telemetry.publish_update(self.counters.step_id, record)
                 self.source.publish()
