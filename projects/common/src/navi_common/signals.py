@@ -85,9 +85,9 @@ def interrupts_deferred() -> Iterator[None]:
         for signum, old in previous.items():
             signal.signal(signum, old)
         if arrived:
-            signum, frame = arrived[0]
-            old = previous[signal.Signals(signum)]
+            first, frame = arrived[0]
+            old = previous[signal.Signals(first)]
             if callable(old):
-                old(signum, frame)
+                old(first, frame)
             elif old == signal.SIG_DFL:
-                signal.raise_signal(signum)  # the default action, now that it is back
+                signal.raise_signal(first)  # the default action, now that it is back
