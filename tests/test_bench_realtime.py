@@ -8,6 +8,7 @@ the fallback at zero latency, and a checkpoint without a chunk head is refused i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -55,6 +56,7 @@ def test_the_bench_measures_the_hold_baseline_and_the_chunked_brain(tmp_path: Pa
         flown, flown_abs = row["action_mean"], row["action_abs_mean"]
         assert len(flown) == len(flown_abs) == 4
         assert all(abs(m) <= a + 1e-9 <= 1.0 + 1e-9 for m, a in zip(flown, flown_abs, strict=True))
+        assert len(row["cells_per_drone"]) == 2 and all(cells >= 1 for cells in row["cells_per_drone"])
         assert flown[0] > 0.1  # a fresh policy cruises forward (init_forward_mean): what was executed
     assert rows["sequential"]["brain_missed_periods"] is None  # no control loop to miss anything
     assert rows["realtime_chunks"]["brain_missed_periods"] is not None
@@ -67,3 +69,38 @@ def test_a_checkpoint_without_a_chunk_head_is_refused_in_one_line(tmp_path: Path
     result = run_bench("--checkpoint", str(checkpoint(tmp_path / "plain.pt", 1)), "--latencies", "0")
     assert result.returncode == 2
     assert "has no chunk head" in result.stderr and "Traceback" not in result.stderr
+
+
+def _script_module() -> object:
+    spec = importlib.util.spec_from_file_location("bench_realtime", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(cells: list[float], **figures: float) -> dict[str, object]:
+    base = {"brain_missed_periods": 0.0, "collision_rate": 0.0, "jerk": 0.1}
+    return base | figures | {"cells_per_drone": cells, "coverage": sum(cells) / len(cells) / 100.0}
+
+
+def test_the_coverage_ratios_are_paired_over_the_planned_episodes() -> None:
+    bench = _script_module()
+    zero = _row([10.0, 20.0, 30.0, 40.0])
+    chunks = _row([9.0, 18.0, 27.0, 36.0])  # 0.9x on every episode: a paired interval of width 0
+    hold = _row([3.0, 4.0, 5.0, 6.0])
+    targets = bench._targets(
+        {"0": {"realtime_chunks": zero}, "2": {"realtime_chunks": chunks, "sequential": hold}}
+    )
+    to_zero = targets["coverage_ratio_chunks_to_zero_latency"]
+    assert to_zero["value"] == to_zero["ci95_low"] == to_zero["ci95_high"] == pytest.approx(0.9)
+    assert targets["coverage_at_least_0_8x_zero_latency"] is True
+    to_hold = targets["coverage_ratio_chunks_to_hold"]
+    assert (
+        to_hold["value"] == pytest.approx(90.0 / 18.0)
+        and to_hold["ci95_low"] < to_hold["value"] < to_hold["ci95_high"]
+    )
+    # drones that disagree widen the interval around the same point ratio
+    noisy = _row([5.0, 25.0, 20.0, 40.0])
+    spread = bench.coverage_ratio(noisy, zero)
+    assert spread["value"] == pytest.approx(0.9) and spread["ci95_low"] < 0.8 < spread["ci95_high"]
