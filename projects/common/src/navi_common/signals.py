@@ -70,24 +70,19 @@ def interrupts_deferred() -> Iterator[None]:
     SIGTERM), so the stop happens at the end of the block instead of in its middle. Main thread
     only, like every signal handler; elsewhere the block runs unguarded.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     arrived: list[tuple[int, FrameType | None]] = []
 
     def remember(signum: int, frame: FrameType | None) -> None:
         arrived.append((signum, frame))
 
-    previous = {signum: signal.signal(signum, remember) for signum in termination_signals()}
     try:
-        yield
+        with on_termination(remember):
+            yield
     finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
         if arrived:
             first, frame = arrived[0]
-            old = previous[signal.Signals(first)]
-            if callable(old):
-                old(first, frame)
-            elif old == signal.SIG_DFL:
+            handler = signal.getsignal(first)  # the previous handler, back in place
+            if callable(handler):
+                handler(first, frame)
+            elif handler == signal.SIG_DFL:
                 signal.raise_signal(first)  # the default action, now that it is back
