@@ -55,7 +55,7 @@ def test_a_deferred_block_without_a_signal_changes_nothing() -> None:
     assert {signum: signal.getsignal(signum) for signum in termination_signals()} == before
 
 
-def test_a_deferred_signal_reaches_an_event_handler_once() -> None:
+def test_a_deferred_signal_reaches_an_event_handler_after_the_block() -> None:
     stop = threading.Event()
     with on_termination(set_event(stop)):
         with interrupts_deferred():
