@@ -15,19 +15,19 @@ periods by default) and each variant:
 - ``chunks_no_blend``: the same chunks switched abruptly (``--no-blend``), for the jerk comparison.
 
 Every run flies the same planned episodes: once the brain acts, every drone is placed at the same
-planned start (``sample_starts`` with ``--seed``), the brain sees new episode ids, and ``--ticks``
+planned start (``sample_starts`` with each ``--seed``), the brain sees new episode ids, and ``--ticks``
 ticks are measured. Figures per run: ``brain_missed_periods`` (control periods the real-time brain's
 control loop could not run, over the measured window; sequential has none), ``env_missed_ticks``,
 ``fallback_fraction`` (ticks executed without a scheduled action), ``mean_action_age`` (ticks between
 the observation an executed action answers and its execution), ``jerk`` (mean absolute change between
 consecutive executed actions), ``coverage`` (visit cells of the planned episode / reachable cells, and
-``cells_per_drone``) and ``collision_rate`` (collisions per drone-tick), all while the planned episode
-lasts; and what was
-flown: ``action_mean`` / ``action_abs_mean``, the executed action per component (forward, vertical,
-lateral, yaw; the table shows the mean forward command and the mean |yaw|). ``targets_at_latency_2``
+``cells_per_drone``, ``plan_per_drone``) and ``collision_rate`` (collisions per drone-tick), all
+while the planned episode lasts; and what was flown: ``action_mean`` / ``action_abs_mean``, the
+executed action per component (forward, vertical, lateral, yaw; the table shows the mean forward
+command and the mean |yaw|). ``targets_at_latency_2``
 checks the issue's targets and gives the coverage ratios of chunks at 2 periods to the zero-latency
 run and to holding, paired over the drones' planned episodes with a bootstrap 95 % interval (more
-``--drones`` narrow it).
+``--drones`` and several plans, ``--seed 0,1,2``, narrow it; a row then pools its plans).
 
     uv run python scripts/bench_realtime.py [--checkpoint CKPT] [--latencies 0,1,2,4] [--ticks 200]
 
@@ -279,11 +279,39 @@ def _table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
 def coverage_ratio(row: dict[str, Any], reference: dict[str, Any]) -> dict[str, float]:
     """``row``'s coverage over ``reference``'s on the same planned episodes, with a paired bootstrap
     95 % interval: one run's few drones make a point ratio noisy (0.74x-1.01x over six runs of the
-    same clone), and the interval says how far a verdict can be trusted."""
+    same clone), and the interval says how far a verdict can be trusted. Episodes are resampled
+    within their plan (``plan_per_drone``), as the evaluator resamples within a scene."""
     cells = {"cells": np.asarray(row["cells_per_drone"], float)}
     reference_cells = {"cells": np.asarray(reference["cells_per_drone"], float)}
-    strata = np.zeros(len(cells["cells"]), int)  # one scene: resample drones
+    strata = np.asarray(row.get("plan_per_drone", np.zeros(len(cells["cells"]), int)))
     return paired(mean_of("cells"), reference_cells, cells, strata, ratio).as_dict()
+
+
+def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row from the same variant's runs on several plans (``--seed 0,1,2``): counts add up,
+    rates are weighted by the drone-ticks (or ticks) they were measured over, per-drone cells are
+    concatenated with each drone's plan index, so the ratios stay paired within a plan."""
+    if len(runs) == 1:
+        return runs[0] | {"plan_per_drone": [0] * len(runs[0]["cells_per_drone"])}
+    ticks = np.array([run["ticks"] * len(run["cells_per_drone"]) for run in runs], float)
+    weight = ticks / ticks.sum()
+
+    def weighted(name: str) -> Any:
+        values = np.array([run[name] for run in runs], float)
+        return (weight @ values).tolist() if values.ndim > 1 else float(weight @ values)
+
+    missed = [run["brain_missed_periods"] for run in runs]
+    delays = [run["brain_delay_ticks"] for run in runs if run["brain_delay_ticks"] is not None]
+    names = ("fallback_fraction", "mean_action_age", "jerk", "coverage", "collision_rate", "action_mean",
+             "action_abs_mean")  # fmt: skip
+    return {name: weighted(name) for name in names} | {
+        "brain_missed_periods": None if None in missed else float(sum(missed)),
+        "env_missed_ticks": sum(run["env_missed_ticks"] for run in runs),
+        "cells_per_drone": [cells for run in runs for cells in run["cells_per_drone"]],
+        "plan_per_drone": [plan for plan, run in enumerate(runs) for _ in run["cells_per_drone"]],
+        "ticks": sum(run["ticks"] for run in runs),
+        "brain_delay_ticks": max(delays) if delays else None,
+    }
 
 
 def _targets(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -319,10 +347,12 @@ def _targets(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
 @click.option("--elevation", default=16, show_default=True, help="Sensor elevation bins (fresh policy).")
 @click.option("--scene", default="procedural:hall:seed=1", show_default=True, help="Procedural source.")
 @click.option("--resolution", default=64, show_default=True, help="Scene resolution (voxels per axis).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the planned start poses.")
+@click.option("--seed", "seeds", default="0", show_default=True,
+              help="Seeds of the planned start poses, e.g. 0,1,2: every variant flies every plan, and "
+              "each row pools the plans (ratios paired within a plan).")  # fmt: skip
 def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, hz: float, ticks: int,
          drones: int, azimuth: int, elevation: int, scene: str, resolution: int,
-         seed: int) -> None:  # fmt: skip
+         seeds: str) -> None:  # fmt: skip
     """Measure real-time inference variants under injected latency and print one JSON line."""
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
@@ -332,7 +362,11 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
     chosen = [v for v in variants.split(",") if v]
     if unknown := [v for v in chosen if v not in VARIANTS]:
         raise click.UsageError(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
-    results: dict[str, dict[str, dict[str, Any]]] = {}
+    try:
+        plans = [int(value) for value in seeds.split(",") if value.strip()]
+    except ValueError:
+        raise click.UsageError(f"--seed takes comma-separated integers, not {seeds!r}") from None
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_realtime_") as temporary:
         bins, folder = (azimuth, elevation), Path(temporary)
         files = _prepare(folder, checkpoint, chunk, bins, scene_source=scene, resolution=resolution)
@@ -340,13 +374,17 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
         sensor = {"azimuth_bins": policy.azimuth, "elevation_bins": policy.elevation}
         settings = EnvironmentSettings(sensor=sensor)  # type: ignore[arg-type]
         backend = SdfDagBackend(settings, drones, scene_paths=[files["scene"]])
-        plan = backend.sample_starts(0, drones, seed)
-        for latency in (int(value) for value in latencies.split(",")):
-            for variant in chosen:
-                _progress(f"latency {latency} periods: {variant}")
-                row = _run(backend, plan, files, variant, latency, hz=hz, ticks=ticks)
-                results.setdefault(str(latency), {})[variant] = row
-                _progress(json.dumps(row))
+        for seed in plans:
+            plan = backend.sample_starts(0, drones, seed)
+            for latency in (int(value) for value in latencies.split(",")):
+                for variant in chosen:
+                    _progress(f"plan {seed}, latency {latency} periods: {variant}")
+                    row = _run(backend, plan, files, variant, latency, hz=hz, ticks=ticks)
+                    runs.setdefault(str(latency), {}).setdefault(variant, []).append(row)
+                    _progress(json.dumps(row))
+    results = {
+        latency: {variant: pooled(rows) for variant, rows in by.items()} for latency, by in runs.items()
+    }
     _table(results)
     targets = _targets(results)
     for name in ("coverage_ratio_chunks_to_zero_latency", "coverage_ratio_chunks_to_hold"):
@@ -365,6 +403,7 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
         "hz": hz,
         "ticks": ticks,
         "drones": drones,
+        "seeds": plans,
         "results": results,
         "targets_at_latency_2": targets,
     }

@@ -104,3 +104,40 @@ def test_the_coverage_ratios_are_paired_over_the_planned_episodes() -> None:
     noisy = _row([5.0, 25.0, 20.0, 40.0])
     spread = bench.coverage_ratio(noisy, zero)
     assert spread["value"] == pytest.approx(0.9) and spread["ci95_low"] < 0.8 < spread["ci95_high"]
+
+
+def _run_row(cells: list[float], collision_rate: float, **figures: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "brain_missed_periods": 0.0, "env_missed_ticks": 0, "fallback_fraction": 0.0, "mean_action_age": 3.0,
+        "jerk": 0.02, "coverage": sum(cells) / len(cells) / 100.0, "collision_rate": collision_rate,
+        "ticks": 10, "brain_delay_ticks": 4.0, "action_mean": [0.5, 0.0, 0.0, 0.1],
+        "action_abs_mean": [0.5, 0.0, 0.2, 0.2],
+    }  # fmt: skip
+    return base | figures | {"cells_per_drone": cells}
+
+
+def test_plans_pool_into_one_row_whose_ratios_stay_paired_within_a_plan() -> None:
+    bench = _script_module()
+    first = _run_row([10.0, 20.0], 0.0, env_missed_ticks=1)
+    second = _run_row([30.0, 40.0, 50.0, 60.0], 0.3, brain_missed_periods=2.0, brain_delay_ticks=5.0)
+    row = bench.pooled([first, second])
+    assert row["cells_per_drone"] == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    assert row["plan_per_drone"] == [0, 0, 1, 1, 1, 1]
+    assert row["collision_rate"] == pytest.approx(0.2)  # weighted by drone-ticks: 20 and 40
+    assert row["brain_missed_periods"] == 2.0 and row["env_missed_ticks"] == 1 and row["ticks"] == 20
+    assert row["brain_delay_ticks"] == 5.0 and row["action_mean"] == pytest.approx([0.5, 0.0, 0.0, 0.1])
+    sequential = bench.pooled([first | {"brain_missed_periods": None}, second])
+    assert sequential["brain_missed_periods"] is None  # no control loop in some run: nothing to add
+    # one plan scales by 0.5, the other by 1.0: resampling within plans keeps both in every resample
+    later = bench.pooled([_run_row([5.0, 10.0], 0.0), _run_row([30.0, 40.0, 50.0, 60.0], 0.0)])
+    ratio = bench.coverage_ratio(later, row)
+    assert ratio["value"] == pytest.approx(195.0 / 210.0)
+    assert 185.0 / 210.0 < ratio["ci95_low"] <= ratio["value"] <= ratio["ci95_high"] < 1.0
+    assert bench.pooled([first])["plan_per_drone"] == [0, 0]
+
+
+@pytest.mark.slow
+def test_a_bad_seed_list_is_refused_in_one_line() -> None:
+    result = run_bench("--seed", "0,x", "--latencies", "0")
+    assert result.returncode == 2
+    assert "--seed takes comma-separated integers" in result.stderr and "Traceback" not in result.stderr
