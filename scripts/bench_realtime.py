@@ -366,6 +366,8 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
         plans = [int(value) for value in seeds.split(",") if value.strip()]
     except ValueError:
         raise click.UsageError(f"--seed takes comma-separated integers, not {seeds!r}") from None
+    if not plans:
+        raise click.UsageError("--seed needs at least one seed")
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_realtime_") as temporary:
         bins, folder = (azimuth, elevation), Path(temporary)

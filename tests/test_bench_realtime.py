@@ -141,3 +141,5 @@ def test_a_bad_seed_list_is_refused_in_one_line() -> None:
     result = run_bench("--seed", "0,x", "--latencies", "0")
     assert result.returncode == 2
     assert "--seed takes comma-separated integers" in result.stderr and "Traceback" not in result.stderr
+    empty = run_bench("--seed", ",", "--latencies", "0")
+    assert empty.returncode == 2 and "--seed needs at least one seed" in empty.stderr
