@@ -24,10 +24,10 @@ consecutive executed actions), ``coverage`` (visit cells of the planned episode 
 ``cells_per_drone``, ``plan_per_drone``) and ``collision_rate`` (collisions per drone-tick), all
 while the planned episode lasts; and what was flown: ``action_mean`` / ``action_abs_mean``, the
 executed action per component (forward, vertical, lateral, yaw; the table shows the mean forward
-command and the mean |yaw|). ``targets_at_latency_2``
-checks the issue's targets and gives the coverage ratios of chunks at 2 periods to the zero-latency
-run and to holding, paired over the drones' planned episodes with a bootstrap 95 % interval (more
-``--drones`` and several plans, ``--seed 0,1,2``, narrow it; a row then pools its plans).
+command and the mean |yaw|). ``targets_at_latency_2`` checks the issue's targets and gives the
+coverage ratios of chunks at 2 periods to the zero-latency run and to holding, paired over the
+drones' planned episodes with a bootstrap 95 % interval (more ``--drones`` and several plans,
+``--seed 0,1,2``, narrow it; a row then pools its plans).
 
     uv run python scripts/bench_realtime.py [--checkpoint CKPT] [--latencies 0,1,2,4] [--ticks 200]
 
@@ -289,7 +289,7 @@ def coverage_ratio(row: dict[str, Any], reference: dict[str, Any]) -> dict[str, 
 
 def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One row from the same variant's runs on several plans (``--seed 0,1,2``): counts add up,
-    rates are weighted by the drone-ticks (or ticks) they were measured over, per-drone cells are
+    rates and means are weighted by the drone-ticks they were measured over, per-drone cells are
     concatenated with each drone's plan index, so the ratios stay paired within a plan."""
     if len(runs) == 1:
         return runs[0] | {"plan_per_drone": [0] * len(runs[0]["cells_per_drone"])}
@@ -334,6 +334,17 @@ def _targets(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
+def _integers(text: str, option: str) -> list[int]:
+    """A comma-separated option's integers, or a one-line usage error."""
+    try:
+        values = [int(value) for value in text.split(",") if value.strip()]
+    except ValueError:
+        raise click.UsageError(f"{option} takes comma-separated integers, not {text!r}") from None
+    if not values:
+        raise click.UsageError(f"{option} needs at least one value")
+    return values
+
+
 @click.command()
 @click.option("--checkpoint", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="A policy with a chunk head (action_chunk >= 2); default: a fresh one.")  # fmt: skip
@@ -362,12 +373,7 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
     chosen = [v for v in variants.split(",") if v]
     if unknown := [v for v in chosen if v not in VARIANTS]:
         raise click.UsageError(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
-    try:
-        plans = [int(value) for value in seeds.split(",") if value.strip()]
-    except ValueError:
-        raise click.UsageError(f"--seed takes comma-separated integers, not {seeds!r}") from None
-    if not plans:
-        raise click.UsageError("--seed needs at least one seed")
+    plans, delays = _integers(seeds, "--seed"), _integers(latencies, "--latencies")
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_realtime_") as temporary:
         bins, folder = (azimuth, elevation), Path(temporary)
@@ -378,7 +384,7 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
         backend = SdfDagBackend(settings, drones, scene_paths=[files["scene"]])
         for seed in plans:
             plan = backend.sample_starts(0, drones, seed)
-            for latency in (int(value) for value in latencies.split(",")):
+            for latency in delays:
                 for variant in chosen:
                     _progress(f"plan {seed}, latency {latency} periods: {variant}")
                     row = _run(backend, plan, files, variant, latency, hz=hz, ticks=ticks)

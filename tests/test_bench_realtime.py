@@ -137,9 +137,12 @@ def test_plans_pool_into_one_row_whose_ratios_stay_paired_within_a_plan() -> Non
 
 
 @pytest.mark.slow
-def test_a_bad_seed_list_is_refused_in_one_line() -> None:
+def test_bad_seed_and_latency_lists_are_refused_in_one_line() -> None:
     result = run_bench("--seed", "0,x", "--latencies", "0")
     assert result.returncode == 2
     assert "--seed takes comma-separated integers" in result.stderr and "Traceback" not in result.stderr
     empty = run_bench("--seed", ",", "--latencies", "0")
-    assert empty.returncode == 2 and "--seed needs at least one seed" in empty.stderr
+    assert empty.returncode == 2 and "--seed needs at least one value" in empty.stderr
+    latency = run_bench("--latencies", "0,two")
+    assert latency.returncode == 2 and "--latencies takes comma-separated integers" in latency.stderr
+    assert "Traceback" not in latency.stderr
