@@ -2,16 +2,9 @@
 
 ``scripts/bench_realtime.py`` measures the real processes under wall-clock latency, one run per cell
 with 4 drones, where run-to-run timing makes coverage noisy. This replays the same arithmetic in one
-process, tick by tick and deterministic, with as many planned episodes as wanted: a brain that
-consumes the observation before tick ``t`` (every ``interval`` ticks, its recurrent state stepped
-only on those, as the real-time brain's) and whose answer takes effect ``delay`` ticks later. Until
-then the previous answer goes on. Variants:
-
-- ``hold``: the answer is the mean action, held until the next answer (sequential inference
-  against a real-time world);
-- ``chunks``: chunk entry ``tau - t`` at tick ``tau`` (the real-time brain without blending);
-- ``chunks_blend``: the same, blended into the schedule in force over ``delay`` ticks with
-  :func:`navi_actor.service.chunk_schedule.blend_weights` (the real-time brain's blending).
+process, tick by tick and deterministic (:class:`navi_actor.service.delayed_brain.DelayedBrain`), with
+as many planned episodes as wanted, for each variant there: ``hold`` (the mean action held until the
+next answer), ``chunks`` (unblended) and ``chunks_blend`` (the real-time brain).
 
 ``delay = 0`` is the closed-loop reference (a fresh mean every tick). Prints ONE JSON line.
 
@@ -28,50 +21,21 @@ import click
 import numpy as np
 import torch
 
-VARIANTS = ("hold", "chunks", "chunks_blend")
-
-
-def delayed_actions(chunk: torch.Tensor, answered: int, tick: int, variant: str) -> torch.Tensor:
-    """The action ``[B, A]`` a schedule from the chunk ``[B, H, A]`` for ``answered`` executes at ``tick``."""
-    if variant == "hold":
-        return chunk[:, 0]
-    return chunk[:, min(tick - answered, chunk.shape[1] - 1)]
+from navi_actor.service.delayed_brain import VARIANTS, DelayedBrain
 
 
 def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, ticks: int, delay: int,
         variant: str, blend_ticks: int | None = None) -> dict[str, float]:  # fmt: skip
     """One delayed flight of every planned episode; coverage, collisions and what was flown."""
-    from navi_actor.service.chunk_schedule import blend_weights
-
     drones = backend.num_actors
     rows = torch.arange(drones)
     obs = backend.start_episodes(rows, torch.zeros_like(rows), plan[0], plan[1]).clone()
-    interval = max(1, delay)
-    span = max(1, delay if blend_ticks is None else blend_ticks)  # blended ticks after a new chunk
-    state, start = policy.initial_state(drones), torch.ones(drones, dtype=torch.bool)
-    current: tuple[torch.Tensor, int] | None = None  # (chunk, answered tick) in force
-    pending: list[tuple[int, torch.Tensor, int]] = []  # (effective tick, chunk, answered tick)
-    blend_from: tuple[torch.Tensor, int, int] | None = None  # old schedule, its tick, blend start
+    brain = DelayedBrain(policy, drones, delay=delay, variant=variant, blend_ticks=blend_ticks)
     live = np.ones(drones, bool)
     cells, collisions, drone_ticks = np.zeros(drones), 0.0, 0.0
     flown, previous, jerk = [], None, []
     for tick in range(ticks):
-        if tick % interval == 0:
-            acted = policy.act(obs, state, start, deterministic=True)
-            state, start = acted.state, torch.zeros_like(start)
-            chunk = policy.physics_action(acted.action_chunk)
-            pending.append((tick + delay, chunk, tick))
-        while pending and (pending[0][0] <= tick or current is None):  # the first answer: at once
-            _, chunk, answered = pending.pop(0)
-            if current is not None and variant == "chunks_blend":
-                blend_from = (current[0], current[1], tick)
-            current = (chunk, answered)
-        assert current is not None
-        action = delayed_actions(current[0], current[1], tick, variant)
-        if blend_from is not None and tick - blend_from[2] < span:
-            j, weights = tick - blend_from[2], blend_weights(span)
-            old = delayed_actions(blend_from[0], blend_from[1], tick, variant)
-            action = weights[j] * old + (1.0 - weights[j]) * action
+        action = brain.action(tick, obs)
         out = backend.step(action)
         executed = action.numpy()
         if previous is not None:

@@ -71,18 +71,3 @@ def test_pairs_across_an_episode_end_are_left_out(bench: ModuleType) -> None:
 def test_mismatched_shapes_are_refused_in_one_line(bench: ModuleType) -> None:
     with pytest.raises(ValueError, match="do not match"):
         bench.chunk_prediction_stats(np.zeros((5, 1, 3, 4)), np.zeros((5, 2, 4)), np.zeros((5, 1), bool))
-
-
-def test_delayed_flight_executes_the_entry_of_the_ticks_since_the_answer_or_holds_entry_0() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "bench_delayed_flight", SCRIPT.parent / "bench_delayed_flight.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    import torch
-
-    chunk = torch.arange(2 * 3 * 4, dtype=torch.float32).view(2, 3, 4)  # [B=2, H=3, A=4]
-    assert torch.equal(module.delayed_actions(chunk, 10, 12, "chunks"), chunk[:, 2])
-    assert torch.equal(module.delayed_actions(chunk, 10, 19, "chunks"), chunk[:, 2])  # past H: the last
-    assert torch.equal(module.delayed_actions(chunk, 10, 12, "hold"), chunk[:, 0])
