@@ -78,27 +78,3 @@ def test_the_flight_plan_flies_every_scene_within_the_scene_cache() -> None:
     assert flight_plan(5, 4, 2) == [[0, 1, 0, 1], [2, 3, 2, 3], [4, 0, 4, 0]]  # 2 scenes at once
     plan = flight_plan(40, 4, 8)
     assert len(plan) == 10 and sorted(scene for turn in plan for scene in turn) == list(range(40))
-
-
-def test_the_planner_flies_with_the_reaction_time_its_clone_will_have(
-    tmp_path: Path, scenes: list[Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from navi_actor.bc.frontier_recording import record_frontier
-    from navi_actor.evaluation.baselines import FrontierPolicy
-    from navi_auditor.demos import load_demonstration
-    from navi_environment.backend import SdfDagBackend
-    from navi_environment.config import EnvironmentSettings
-
-    gains: list[float] = []
-    build = FrontierPolicy.__init__
-
-    def spy(self: Any, *args: Any, **kwargs: Any) -> None:
-        build(self, *args, **kwargs)
-        gains.append(self.planner.follower.brake_gain)
-
-    monkeypatch.setattr(FrontierPolicy, "__init__", spy)
-    settings = EnvironmentSettings(sensor={"azimuth_bins": 32, "elevation_bins": 8})
-    env = SdfDagBackend(settings, 1, scene_paths=scenes[:1])
-    recording = record_frontier(env, 4, tmp_path, seed=0, reaction_s=0.4)
-    assert gains == [pytest.approx(1 / 0.9)]  # the guard keeps the room to fly 0.4 s before braking
-    assert load_demonstration(recording.files[0]).metadata["planner_reaction_s"] == 0.4

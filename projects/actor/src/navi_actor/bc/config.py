@@ -57,9 +57,3 @@ class WarmStartConfig(BaseModel):
         description="First PPO updates after the warm start that train only the critic "
         "(sets ppo.value_warmup_updates).",
     )  # fmt: skip
-    planner_reaction_s: float = Field(
-        default=0.0, ge=0.0,
-        description="Seconds the clone's actions will run late (a real-time brain's delay: about 0.4 at "
-        "2 control periods). The planner's guard then keeps the room to fly that long before braking "
-        "near walls (FrontierTunables.reaction_s); 0: the planner as it flies itself.",
-    )  # fmt: skip

@@ -73,7 +73,6 @@ def record_frontier(
     *,
     seed: int = 0,
     on_round: Callable[[int, int, list[str]], None] | None = None,
-    reaction_s: float = 0.0,
 ) -> Recording:
     """Fly the frontier planner with every drone of ``env`` over all of its scenes, round by round.
 
@@ -84,7 +83,6 @@ def record_frontier(
         out_dir: folder for ``frontier-r<round>-d<drone>-<scene stem>.npz``.
         seed: seeds the start poses.
         on_round: called with (round index, rounds, the round's scene labels) before each round.
-        reaction_s: the planner's ``FrontierTunables.reaction_s`` (the delay its clone will fly with).
 
     Returns:
         The :class:`Recording`.
@@ -104,7 +102,6 @@ def record_frontier(
         "schema_version": DEMO_SCHEMA_VERSION, "matrix_shape": [sensor.azimuth_bins, sensor.elevation_bins],
         "pilot": "frontier", "seed": seed, "batch_drones": drones, "placed_starts": True,
         "git_revision": git_revision(), "environment_settings": env.settings.model_dump_json(),
-        "planner_reaction_s": reaction_s,
     }  # fmt: skip
     rng = np.random.default_rng(seed)
     env.reset(seed)
@@ -112,7 +109,7 @@ def record_frontier(
     for turn, scenes in enumerate(plan):
         if on_round is not None:
             on_round(turn, len(plan), [labels[scene] for scene in sorted(set(scenes))])
-        planner = FrontierPolicy(env.settings, drones, reaction_s=reaction_s)  # fresh maps per round
+        planner = FrontierPolicy(env.settings, drones)  # fresh maps for the new scenes
         start_seed = int(rng.integers(2**31))
         frames = _fly_round(env, planner, torch.tensor(scenes), share, start_seed)
         for drone, scene in enumerate(scenes):

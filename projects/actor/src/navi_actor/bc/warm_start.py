@@ -109,9 +109,7 @@ def run_warm_start(
         if status is not None:
             status(f"warm start: round {turn + 1}/{turns}: {', '.join(Path(label).name for label in labels)}")
 
-    recording = record_frontier(
-        env, warm.steps, demonstrations, seed=seed, on_round=flying, reaction_s=warm.planner_reaction_s
-    )
+    recording = record_frontier(env, warm.steps, demonstrations, seed=seed, on_round=flying)
     recorded = time.monotonic()
     say(
         f"warm start: recorded in {recorded - started:.0f} s; cloning {warm.epochs} epochs over "

@@ -52,17 +52,10 @@ class PathFollower:
         settings: environment settings (sensor shape and horizon, physics speeds and radius).
         cruise_mps: travel speed.
         device: where the sensor tables live.
-        reaction_s: seconds the actions may run late; the guard keeps the room to fly them first.
     """
 
-    def __init__(
-        self, settings: EnvironmentSettings, cruise_mps: float, device: torch.device, reaction_s: float = 0.0
-    ) -> None:
-        if reaction_s < 0:
-            raise ValueError(f"reaction_s must be >= 0 seconds, got {reaction_s}")
+    def __init__(self, settings: EnvironmentSettings, cruise_mps: float, device: torch.device) -> None:
         sensor, physics = settings.sensor, settings.physics
-        # speed per metre of room: stop at _BRAKE_GAIN from the room left, after reaction_s at that speed
-        self.brake_gain = 1.0 / (1.0 / _BRAKE_GAIN + reaction_s)
         self.horizon_m = sensor.horizon_m
         self.radius_m = physics.drone_radius_m
         self.cruise_mps = cruise_mps
@@ -115,10 +108,9 @@ class PathFollower:
 
     def _limit(self, velocity: torch.Tensor, near: torch.Tensor) -> torch.Tensor:
         """[B, 2] body velocity whose component towards every surface direction is at most
-        ``brake_gain`` x the room left before the stop margin: the drone can always stop in time
-        (after flying ``reaction_s`` at that speed), and slides along a wall or past a door post
-        instead of into it."""
-        limit = self.brake_gain * (near - self.radius_m - _STOP_MARGIN_M).clamp(min=0.0)  # [B, Az]
+        ``_BRAKE_GAIN`` x the room left before the stop margin: the drone can always stop in time,
+        and slides along a wall or past a door post instead of into it."""
+        limit = _BRAKE_GAIN * (near - self.radius_m - _STOP_MARGIN_M).clamp(min=0.0)  # [B, Az]
         for _ in range(2):  # the worst direction, then the worst one left (a corner has two)
             excess = (velocity @ self.unit.T - limit).clamp(min=0.0)
             worst = excess.argmax(dim=1)

@@ -37,10 +37,6 @@ class FrontierTunables:
             follower's guard stops the drone short of them).
         layers: once nothing is left at its height, start a new map one visit cell higher or lower
             (where floor and ceiling leave room): coverage counts visit cells in 3D.
-        reaction_s: seconds the planner's actions may run late. The guard then caps the speed
-            towards a surface so that the drone can fly this long and still stop in the room left.
-            0 for the planner itself; a clone flown by a real-time brain 3-4 ticks late needs the
-            room, so its teacher can keep it (``warm_start.planner_reaction_s``).
     """
 
     map_size_m: float = 80.0
@@ -63,4 +59,3 @@ class FrontierTunables:
     sweep: bool = True
     layers: bool = True
     sweep_clearance_m: float = 0.55
-    reaction_s: float = 0.0
