@@ -61,9 +61,12 @@ def main(*, checkpoint: Path, gmdag_file: Path, out: Path, delays: str, rounds: 
     delay_ticks = _delays(delays)
     policy, backend = chunk_policy_and_scene(checkpoint, gmdag_file, drones)
     began = time.perf_counter()
-    recorded = record_delayed_corrections(
-        policy, backend, out, rounds=rounds, ticks=ticks, delays=delay_ticks, seed=seed
-    )
+    try:
+        recorded = record_delayed_corrections(
+            policy, backend, out, rounds=rounds, ticks=ticks, delays=delay_ticks, seed=seed
+        )
+    except FileExistsError as error:
+        raise click.ClickException(str(error)) from None
     line = {
         "script": "record_delayed_corrections", "checkpoint": str(checkpoint), "scene": str(gmdag_file),
         "out": str(out), "delays": list(delay_ticks), "rounds": rounds, "ticks": ticks, "drones": drones,

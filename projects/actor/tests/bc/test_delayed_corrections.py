@@ -101,3 +101,12 @@ def test_nothing_to_fly_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="at least one delay"):
         record_delayed_corrections(_SlowForward(), object(), tmp_path, rounds=1, ticks=5, delays=(), seed=0)
+
+
+def test_a_folder_that_holds_demonstrations_is_refused(tmp_path: Path) -> None:
+    from navi_actor.bc.delayed_corrections import record_delayed_corrections
+
+    (tmp_path / "earlier.npz").write_bytes(b"")
+    with pytest.raises(FileExistsError, match="already holds demonstrations"):
+        record_delayed_corrections(_SlowForward(), object(), tmp_path, rounds=1, ticks=5, delays=(3,), seed=0)
+    assert (tmp_path / "earlier.npz").exists()

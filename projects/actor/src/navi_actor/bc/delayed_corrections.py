@@ -40,8 +40,8 @@ class Corrections:
 
     files: list[Path]
     steps: int  #: frames written, all files together
-    collisions: int  #: collisions of the delayed flights (each ends its drone's episode or not)
-    drone_ticks: int  #: ticks flown by live drones
+    collisions: int  #: collision ticks of the recorded (delayed) flights
+    drone_ticks: int  #: ticks recorded, all drones together
 
 
 def record_delayed_corrections(
@@ -61,7 +61,8 @@ def record_delayed_corrections(
         policy: a :class:`navi_actor.models.NaviPolicy` in eval mode (a chunk head makes the chunks
             fly; without one the brain holds its answer).
         backend: a :class:`navi_environment.backend.SdfDagBackend` on the policy's sensor.
-        out_dir: folder for ``delayed-r<round>-d<drone>-<scene stem>.npz`` (created).
+        out_dir: folder for ``delayed-r<round>-d<drone>-<scene stem>.npz`` (created; one that
+            already holds demonstrations is refused, so no earlier round is overwritten).
         rounds: flights one after the other, every drone from a new start drawn with the seed.
         ticks: ticks per round (a drone's episode may end sooner).
         delays: brain delays in ticks, round ``r`` flying ``delays[r % len(delays)]``.
@@ -70,6 +71,8 @@ def record_delayed_corrections(
     """
     if rounds < 1 or ticks < 1 or not delays:
         raise ValueError("record_delayed_corrections needs rounds >= 1, ticks >= 1 and at least one delay")
+    if out_dir.is_dir() and any(out_dir.glob("*.npz")):
+        raise FileExistsError(f"{out_dir} already holds demonstrations; record into a new folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     drones = backend.num_actors
     label = scene_label(backend.scenes.corpus[scene])
@@ -86,12 +89,11 @@ def record_delayed_corrections(
     for turn in range(rounds):
         delay = delays[turn % len(delays)]
         start_seed = int(rng.integers(2**31))
-        frames, live_ticks, hits = _fly_round(
-            policy, backend, scene, ticks=ticks, delay=delay, seed=start_seed
-        )
-        collisions, drone_ticks = collisions + hits, drone_ticks + live_ticks
+        frames, live = _fly_round(policy, backend, scene, ticks=ticks, delay=delay, seed=start_seed)
+        collisions += int(frames["collisions"][live].sum())
+        drone_ticks += int(live.sum())
         for drone in range(drones):
-            rows = {name: array[drone] for name, array in frames.items()}
+            rows = {name: array[live[:, drone], drone] for name, array in frames.items()}
             path = out_dir / f"delayed-r{turn:04d}-d{drone}-{Path(label).stem}.npz"
             meta_round = {**meta, "drone_index": drone, "delay_ticks": delay}
             files.append(write_demonstration(path, rows, label, start_seed, meta_round))
@@ -102,9 +104,9 @@ def record_delayed_corrections(
 @torch.inference_mode()
 def _fly_round(
     policy: Any, backend: Any, scene: int, *, ticks: int, delay: int, seed: int
-) -> tuple[dict[str, list[np.ndarray]], int, int]:
-    """One delayed flight of every drone: ``name -> [drone] -> [N, ...]`` frames of its episode, live
-    drone-ticks, collisions."""
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One delayed flight of every drone: frames ``name -> [T, drones, ...]`` and ``live`` [T, drones],
+    true while the drone's episode had not ended before that tick."""
     from navi_actor.evaluation.baselines import FrontierPolicy
 
     drones = backend.num_actors
@@ -116,34 +118,29 @@ def _fly_round(
     planner_state = planner.initial_state(drones)
     starts = torch.ones(drones, dtype=torch.bool)
     live = np.ones(drones, bool)
-    columns: dict[str, list[list[np.ndarray]]] = {}
-    live_ticks = hits = 0
+    columns: dict[str, list[np.ndarray]] = {}
+    lives: list[np.ndarray] = []
     for tick in range(ticks):
         position, yaw = backend.poses()
         label = planner.act(obs, planner_state, starts, pose=(position, yaw)).action
         label = torch.nan_to_num(label.float(), nan=0.0).clamp(-1.0, 1.0)
         action = brain.action(tick, obs)
         out = backend.step(action)
-        collided = out.info["collision"].cpu().numpy() > 0.5
         frame = {
             "observations": obs.cpu().numpy(), "actions": label.cpu().numpy(),
             "episode_starts": starts.numpy(),
             "episode_ids": np.zeros(drones, np.int64), "segment_ids": np.zeros(drones, np.int32),
             "rewards": out.reward.cpu().numpy(), "terminated": out.terminated.cpu().numpy(),
-            "truncated": out.truncated.cpu().numpy(), "collisions": collided,
+            "truncated": out.truncated.cpu().numpy(), "collisions": out.info["collision"].cpu().numpy() > 0.5,
             "positions": position.cpu().numpy(), "yaw": yaw.cpu().numpy(),
             "timestamps": np.full(drones, time.time()),
         }  # fmt: skip
         for name, value in frame.items():
-            per_drone = columns.setdefault(name, [[] for _ in range(drones)])
-            for drone in np.flatnonzero(live):
-                per_drone[drone].append(np.array(value[drone], copy=True))
-        live_ticks += int(live.sum())
-        hits += int(collided[live].sum())
+            columns.setdefault(name, []).append(np.array(value, copy=True))
+        lives.append(live.copy())
         live &= ~(out.terminated | out.truncated).cpu().numpy()
         starts = torch.zeros_like(starts)
         obs = out.obs.clone()
         if not live.any():
             break
-    stacked = {name: [np.stack(rows) for rows in lists] for name, lists in columns.items()}
-    return stacked, live_ticks, hits  # every drone flew tick 0, so no list is empty
+    return {name: np.stack(values) for name, values in columns.items()}, np.stack(lives)
