@@ -20,7 +20,6 @@ collision or the time limit): what follows would not be one flight.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from navi_actor.bc.frontier_recording import scene_label, write_demonstration
+from navi_actor.bc.frontier_recording import frame_row, scene_label, write_demonstration
 from navi_actor.service.delayed_brain import DelayedBrain
 from navi_common.demonstrations import DEMO_SCHEMA_VERSION
 from navi_common.provenance import git_revision
@@ -117,6 +116,7 @@ def _fly_round(
     planner = FrontierPolicy(backend.settings, drones)
     planner_state = planner.initial_state(drones)
     starts = torch.ones(drones, dtype=torch.bool)
+    episode = torch.zeros(drones, dtype=torch.int64)  # one episode per drone and round
     live = np.ones(drones, bool)
     columns: dict[str, list[np.ndarray]] = {}
     lives: list[np.ndarray] = []
@@ -126,17 +126,9 @@ def _fly_round(
         label = torch.nan_to_num(label.float(), nan=0.0).clamp(-1.0, 1.0)
         action = brain.action(tick, obs)
         out = backend.step(action)
-        frame = {
-            "observations": obs.cpu().numpy(), "actions": label.cpu().numpy(),
-            "episode_starts": starts.numpy(),
-            "episode_ids": np.zeros(drones, np.int64), "segment_ids": np.zeros(drones, np.int32),
-            "rewards": out.reward.cpu().numpy(), "terminated": out.terminated.cpu().numpy(),
-            "truncated": out.truncated.cpu().numpy(), "collisions": out.info["collision"].cpu().numpy() > 0.5,
-            "positions": position.cpu().numpy(), "yaw": yaw.cpu().numpy(),
-            "timestamps": np.full(drones, time.time()),
-        }  # fmt: skip
+        frame = frame_row(obs.cpu().numpy(), label, out, starts=starts, episode=episode, pose=(position, yaw))
         for name, value in frame.items():
-            columns.setdefault(name, []).append(np.array(value, copy=True))
+            columns.setdefault(name, []).append(value)
         lives.append(live.copy())
         live &= ~(out.terminated | out.truncated).cpu().numpy()
         starts = torch.zeros_like(starts)

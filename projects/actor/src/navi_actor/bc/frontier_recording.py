@@ -148,20 +148,34 @@ def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: i
         seen = observation.cpu().numpy().copy()
         out = env.step(action)
         episode += starts.long()
-        frame = {
-            "observations": seen, "actions": action.cpu().numpy(), "episode_starts": starts.numpy(),
-            "episode_ids": episode.numpy().copy(), "segment_ids": np.zeros(drones, np.int32),
-            "rewards": out.reward.cpu().numpy(), "terminated": out.terminated.cpu().numpy(),
-            "truncated": out.truncated.cpu().numpy(), "collisions": out.info["collision"].cpu().numpy() > 0,
-            "positions": position.cpu().numpy(), "yaw": yaw.cpu().numpy(),
-            "timestamps": np.full(drones, time.time()),
-        }  # fmt: skip
+        frame = frame_row(seen, action, out, starts=starts, episode=episode, pose=(position, yaw))
         for name, value in frame.items():
-            columns.setdefault(name, []).append(value.copy())
+            columns.setdefault(name, []).append(value)
         starts = (out.terminated | out.truncated).cpu()
         ended = starts.nonzero().squeeze(1)
         observation = place(ended) if ended.numel() else out.obs  # ended drones start again in their scene
     return {name: np.stack(values) for name, values in columns.items()}
+
+
+def frame_row(
+    seen: np.ndarray, action: torch.Tensor, out: Any, *, starts: torch.Tensor, episode: torch.Tensor,
+    pose: tuple[torch.Tensor, torch.Tensor],
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """One step of every drone as the demonstration schema's per-frame arrays (copies, ``[B, ...]``).
+
+    ``seen`` is the observation the step answered, ``action`` the recorded action, ``out`` the step's
+    result, ``pose`` (position, yaw) the pose before the step.
+    """
+    drones, (position, yaw) = int(action.shape[0]), pose
+    frame = {
+        "observations": seen, "actions": action.cpu().numpy(), "episode_starts": starts.cpu().numpy(),
+        "episode_ids": episode.cpu().numpy(), "segment_ids": np.zeros(drones, np.int32),
+        "rewards": out.reward.cpu().numpy(), "terminated": out.terminated.cpu().numpy(),
+        "truncated": out.truncated.cpu().numpy(), "collisions": out.info["collision"].cpu().numpy() > 0,
+        "positions": position.cpu().numpy(), "yaw": yaw.cpu().numpy(),
+        "timestamps": np.full(drones, time.time()),
+    }  # fmt: skip
+    return {name: np.array(value, copy=True) for name, value in frame.items()}
 
 
 def write_demonstration(
