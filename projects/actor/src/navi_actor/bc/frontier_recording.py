@@ -145,7 +145,7 @@ def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: i
         position, yaw = env.poses()
         action = planner.act(observation, state, starts, pose=(position, yaw)).action
         action = torch.nan_to_num(action.float(), nan=0.0).clamp(-1.0, 1.0)  # what the simulator executes
-        seen = observation.cpu().numpy()  # frame_row copies it
+        seen = observation.cpu().numpy().copy()  # now: the step below overwrites the backend's buffer
         out = env.step(action)
         episode += starts.long()
         frame = frame_row(seen, action, out, starts=starts, episode=episode, pose=(position, yaw))
