@@ -49,8 +49,8 @@ class DelayedBrain:
         self.policy, self.delay, self.variant = policy, delay, variant
         self.interval = max(1, delay)
         self.span = max(1, delay if blend_ticks is None else blend_ticks)  # blended ticks after a new chunk
-        self.state = policy.initial_state(drones)
-        self.start = torch.ones(drones, dtype=torch.bool)
+        self.state = policy.initial_state(drones)  # on the policy's device, as every tensor below
+        self.start = torch.ones(drones, dtype=torch.bool, device=self.state.device)
         self.current: tuple[torch.Tensor, int] | None = None  # (chunk, answered tick) in force
         self.pending: list[tuple[int, torch.Tensor, int]] = []  # (effective tick, chunk, answered tick)
         self.blend_from: tuple[torch.Tensor, int, int] | None = None  # old schedule, its tick, blend start
@@ -74,7 +74,7 @@ class DelayedBrain:
         assert self.current is not None
         action = delayed_actions(self.current[0], self.current[1], tick, self.variant)
         if self.blend_from is not None and tick - self.blend_from[2] < self.span:
-            j, weights = tick - self.blend_from[2], blend_weights(self.span)
+            j, weights = tick - self.blend_from[2], blend_weights(self.span, action.device)
             old = delayed_actions(self.blend_from[0], self.blend_from[1], tick, self.variant)
             action = weights[j] * old + (1.0 - weights[j]) * action
         return action
