@@ -47,11 +47,11 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def train(artifacts: Path, corpus: Path, *extra: str) -> Result:
+def train(artifacts: Path, corpus: Path, *extra: str, env: dict[str, str] | None = None) -> Result:
     args = ["train", "--corpus", str(corpus), "--num-actors", "2", "--torch-threads", "1", "--temporal-core",
             "gru", "--total-steps", "32", "--rollout-length", "16", "--no-telemetry"]  # fmt: skip
     return CliRunner().invoke(
-        main, [*args, *extra], env={**ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(artifacts)},
+        main, [*args, *extra], env={**ENV, **(env or {}), "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(artifacts)},
         catch_exceptions=False,
     )  # fmt: skip
 
@@ -155,6 +155,15 @@ def test_a_resumed_run_does_not_warm_start_again(runs: dict[str, Any]) -> None:
     assert final.update_index == 2
     actor = [key for key in cloned.model if key.startswith("actor.") and "log_std" not in key]
     assert all(torch.equal(cloned.model[key], final.model[key]) for key in actor)
+
+
+def test_ppo_steps_the_environment_the_planner_flew_with_the_torch_step(tmp_path: Path, corpus: Path) -> None:
+    """The torch step kernel (CUDA's path, here on the CPU) after the warm start: PPO resets and steps
+    the environment the planner flew. Recorded under ``torch.inference_mode``, its state tensors could
+    not be updated in place again, and ``train --device cuda`` with a warm start failed at PPO's reset."""
+    result = train(tmp_path, corpus, *WARM, env={"NAVI_ENV_PHYSICS__STEP_KERNEL": "torch"})
+    assert result.exit_code == 0, result.output
+    assert "cloning 2 epochs over 64 frames" in result.output and "finished: 32 steps" in result.output
 
 
 @pytest.mark.parametrize(

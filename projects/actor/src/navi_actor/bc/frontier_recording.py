@@ -121,9 +121,14 @@ def record_frontier(
     return Recording(files, share * drones * len(plan), labels, len(plan), share)
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: int) -> dict[str, np.ndarray]:
-    """``share`` steps of every drone in its scene (``scenes`` [B]); arrays ``[share, drones, ...]``."""
+    """``share`` steps of every drone in its scene (``scenes`` [B]); arrays ``[share, drones, ...]``.
+
+    ``no_grad``, not ``inference_mode``: the environment outlives the recording (PPO steps it next),
+    and the state tensors its torch step makes (CUDA's path) under inference mode could never be
+    updated in place again (found on the first GPU run of the warm start).
+    """
     drones = env.num_actors
     generator = np.random.default_rng(seed)
     state = planner.initial_state(drones)
