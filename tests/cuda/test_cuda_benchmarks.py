@@ -83,3 +83,20 @@ def test_stage_timer_counts_the_queued_work_not_the_launches(accel_device: str) 
     wall = time.perf_counter() - start
     seconds = timer.totals()["matmul"]
     assert 0.5 * wall <= seconds <= 1.1 * wall + 1e-3, (seconds, wall)
+
+
+def test_bench_inference_times_the_brains_call_on_the_accelerator_beside_the_cpu(accel_device: str) -> None:
+    main = runpy.run_path(str(SCRIPTS / "bench_inference.py"))["main"]
+    result = CliRunner().invoke(
+        main, ["--device", accel_device, "--drones", "1,4", "--calls", "5", "--warmup", "2"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output.strip().splitlines()[-1])
+    devices = ["cpu"] if accel_device == "cpu" else ["cpu", accel_device]
+    assert sorted(report["results"]) == sorted(devices)
+    for device in devices:
+        for count in ("1", "4"):
+            timing = report["results"][device][count]
+            assert 0 < timing["p50_ms"] <= timing["p95_ms"] and timing["periods_p95"] >= 1
+    assert ("speedup_p50" in report) == (accel_device != "cpu")
