@@ -1,7 +1,8 @@
 """The policy on the accelerator against the same weights on the CPU, and acting against learning there.
 
-Default topology (rayvit + mamba2) and the GRU core, on a small sensor with the default widths. TF32
-is off (``exact_float32``), so the accelerator must match the CPU to float32 tolerances.
+Default topology (rayvit + mamba2), the GRU core, and the default topology with the recommended
+recipe's std ceiling and a 4-tick chunk head (the real-time brain's), on a small sensor with the
+default widths. TF32 is off (``exact_float32``), so the accelerator must match the CPU to float32 tolerances.
 """
 
 from __future__ import annotations
@@ -19,10 +20,18 @@ TOL = {"atol": 5e-4, "rtol": 5e-4}
 pytestmark = pytest.mark.usefixtures("exact_float32")
 
 
+CONFIGS: dict[str, dict[str, object]] = {
+    "mamba2": {"temporal_core": "mamba2"},
+    "gru": {"temporal_core": "gru"},
+    "mamba2-chunk4-stdmax": {"temporal_core": "mamba2", "action_chunk": 4, "log_std_max": -0.5},
+}
+
+
 def policies(core: str, device: str) -> tuple[NaviPolicy, NaviPolicy]:
-    """(CPU policy, the same weights on ``device``), both in eval mode."""
+    """(CPU policy of ``CONFIGS[core]``, the same weights on ``device``), both in eval mode."""
     torch.manual_seed(0)
-    cpu = NaviPolicy(PolicyConfig(temporal_core=core, azimuth=AZ, elevation=EL, ssm_chunk=8)).eval()
+    config = PolicyConfig(**CONFIGS[core], azimuth=AZ, elevation=EL, ssm_chunk=8)  # type: ignore[arg-type]
+    cpu = NaviPolicy(config).eval()
     return cpu, copy.deepcopy(cpu).to(device)
 
 
@@ -38,19 +47,24 @@ def window(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def step_through(policy: NaviPolicy, obs: torch.Tensor, starts: torch.Tensor, state: torch.Tensor) -> dict:  # type: ignore[type-arg]
     """The acting path: ``act`` (mean action) T times, carrying the state."""
-    means, log_probs, values = [], [], []
+    means, log_probs, values, chunks = [], [], [], []
     for t in range(obs.shape[0]):
         out = policy.act(obs[t], state, starts[t], deterministic=True)
         assert out.state.device == state.device, "the recurrent state left the device"
         state = out.state
+        if out.action_chunk is not None:
+            chunks.append(out.action_chunk)
         means.append(out.action_mean)
         log_probs.append(out.log_prob)
         values.append(out.value)
-    return {"mean": torch.stack(means), "log_prob": torch.stack(log_probs), "value": torch.stack(values),
-            "state": state}  # fmt: skip
+    stepped = {"mean": torch.stack(means), "log_prob": torch.stack(log_probs), "value": torch.stack(values),
+               "state": state}  # fmt: skip
+    if chunks:
+        stepped["chunk"] = torch.stack(chunks)
+    return stepped
 
 
-@pytest.mark.parametrize("core", ["mamba2", "gru"])
+@pytest.mark.parametrize("core", list(CONFIGS))
 def test_acting_on_the_accelerator_matches_the_cpu(core: str, accel_device: str) -> None:
     cpu, accel = policies(core, accel_device)
     dev = torch.device(accel_device)
@@ -61,12 +75,13 @@ def test_acting_on_the_accelerator_matches_the_cpu(core: str, accel_device: str)
     assert warm.abs().sum() > 0  # a carried state, not zeros
     ref = step_through(cpu, obs, starts, warm)
     got = step_through(accel, obs.to(dev), starts.to(dev), warm.to(dev))
-    for key in ("mean", "log_prob", "value", "state"):
+    assert ("chunk" in ref) == ("action_chunk" in CONFIGS[core]) and ref.keys() == got.keys()
+    for key in ref:
         assert got[key].device.type == dev.type
         torch.testing.assert_close(got[key].cpu(), ref[key], **TOL, msg=f"{core}: {key}")
 
 
-@pytest.mark.parametrize("core", ["mamba2", "gru"])
+@pytest.mark.parametrize("core", list(CONFIGS))
 def test_learning_on_the_accelerator_matches_the_cpu_and_its_own_acting(core: str, accel_device: str) -> None:
     cpu, accel = policies(core, accel_device)
     dev = torch.device(accel_device)
@@ -74,7 +89,9 @@ def test_learning_on_the_accelerator_matches_the_cpu_and_its_own_acting(core: st
     state0 = step_through(cpu, obs[:4], torch.zeros_like(starts[:4]), cpu.initial_state(B))["state"]
     ref = cpu.evaluate_sequences(obs, actions, state0, starts)
     got = accel.evaluate_sequences(obs.to(dev), actions.to(dev), state0.to(dev), starts.to(dev))
-    for key in ("log_prob", "entropy", "value", "action_mean", "final_state"):
+    assert (ref.later_means is None) == ("action_chunk" not in CONFIGS[core])
+    keys = ("log_prob", "entropy", "value", "action_mean", "final_state")
+    for key in (*keys, "later_means") if ref.later_means is not None else keys:
         value = getattr(got, key)
         assert value.device.type == dev.type
         torch.testing.assert_close(
@@ -82,7 +99,10 @@ def test_learning_on_the_accelerator_matches_the_cpu_and_its_own_acting(core: st
         )
     # the learner's gradients on the device are the CPU's
     for evaluation in (ref, got):
-        (evaluation.log_prob.mean() + evaluation.value.square().mean()).backward()
+        loss = evaluation.log_prob.mean() + evaluation.value.square().mean()
+        if evaluation.later_means is not None:  # the chunk head's gradients too
+            loss = loss + evaluation.later_means.square().mean()
+        loss.backward()
     for (name, p_cpu), p_dev in zip(cpu.named_parameters(), accel.parameters(), strict=True):
         if p_cpu.grad is None:
             assert p_dev.grad is None, name

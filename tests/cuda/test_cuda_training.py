@@ -41,8 +41,8 @@ POINT = ["--environment-backend", "point", "--num-actors", "2", "--torch-threads
 pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
-def invoke(artifacts: Path, *args: str) -> Result:
-    env = {**TINY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(artifacts)}
+def invoke(artifacts: Path, *args: str, extra_env: dict[str, str] | None = None) -> Result:
+    env = {**TINY_ENV, **(extra_env or {}), "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(artifacts)}
     result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result
@@ -100,10 +100,48 @@ def test_train_on_a_real_scene_then_evaluate_on_both(
     assert manifest["observation_shape"] == [3, AZ, EL] and manifest["corpus_summary"]["backend"] == "sdfdag"
     assert assert_loads_on_cpu(checkpoint).cfg.temporal_core == core
     record = json.loads(next(tmp_path.glob("runs/*/metrics.jsonl")).read_text().splitlines()[-1])
-    assert all(np.isfinite(v) for k, v in record.items() if k.startswith("loss/") and isinstance(v, float))
+    assert any(k.startswith("losses/") for k in record)
+    assert all(np.isfinite(v) for k, v in record.items() if k.startswith("losses/") and isinstance(v, float))
     for device in (accel_device, "cpu"):
         block = evaluate_on(tmp_path, checkpoint, device, *scene)
         assert block["length"]["value"] <= 12 and 0.0 <= block["collisions_per_step"]["value"] <= 1.0
+
+
+RECIPE_ENV = {
+    "NAVI_ACTOR_PPO__SYMMETRY_COEF": "0.5",
+    "NAVI_ACTOR_POLICY__LOG_STD_MAX": "-0.5",
+    "NAVI_ACTOR_POLICY__ACTION_CHUNK": "4",
+    "NAVI_ACTOR_BC__STREAMS": "2",
+    "NAVI_ACTOR_BC__SEQUENCE_LENGTH": "8",
+}
+"""The recommended recipe's options (docs/training.md) on top of the tiny settings, with a chunk head."""
+
+
+def test_train_the_recommended_recipe_on_the_accelerator(
+    tmp_path: Path, tiny_scene: Path, accel_device: str
+) -> None:
+    """Warm start (the frontier planner flies the GPU environment, BC on the GPU), then PPO with the
+    mirror-symmetry loss, the std ceiling and the chunk head's auxiliary loss, all on the accelerator."""
+    scene = ["--gmdag-file", str(tiny_scene), "--num-actors", "2", "--torch-threads", "2"]
+    trained = invoke(
+        tmp_path, "train", *scene, "--device", accel_device, "--total-steps", "64", "--rollout-length", "32",
+        "--no-telemetry", "--warm-start-steps", "64", "--warm-start-epochs", "2",
+        "--warm-start-value-updates", "1", extra_env=RECIPE_ENV,
+    )  # fmt: skip
+    assert "finished: 64 steps" in trained.output and "cloning 2 epochs over 64 frames" in trained.output
+    (run,) = list((tmp_path / "runs").iterdir())
+    facts = json.loads((run / "warm_start" / "warm_start.json").read_text())
+    assert facts["steps"] == 64 and facts["bc_frames"] + facts["bc_holdout_frames"] == 64
+    assert np.isfinite(facts["bc_train_mse"][-1]) and np.isfinite(facts["bc_holdout_mse"])
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    last = records[-1]
+    assert "losses/symmetry_loss" in last and "losses/chunk_loss" in last, sorted(last)
+    assert all(np.isfinite(v) for k, v in last.items() if k.startswith("losses/") and isinstance(v, float))
+    checkpoint = max(run.glob("checkpoints/step_*.pt"))
+    policy = assert_loads_on_cpu(checkpoint)
+    assert policy.cfg.action_chunk == 4 and policy.cfg.log_std_max == -0.5
+    block = evaluate_on(tmp_path, checkpoint, accel_device, *scene)
+    assert 0.0 <= block["collisions_per_step"]["value"] <= 1.0
 
 
 def write_recording(path: Path, frames: int, seed: int) -> None:
