@@ -22,7 +22,8 @@ and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-
 ``--warm-start-steps N`` first flies the frontier planner N environment steps on the training scenes
 (never a held-out one; every training scene, in rounds), behaviour-clones it into the policy
 PPO trains, and starts PPO from those weights (``warm_start`` in the JSON: its steps, BC epochs and
-losses, seconds); --steps counts PPO steps only. It is navi_actor.bc.warm_start, the same warm start
+losses, seconds); --steps counts PPO steps only, --minutes the warm start too (PPO trains for what it
+leaves, as in ``navi-actor train --max-minutes``). It is navi_actor.bc.warm_start, the same warm start
 as ``navi-actor train --warm-start-steps``. The clone before PPO also flies the plan with its mean
 action (``warm_start_mean_action``).
 
@@ -108,7 +109,7 @@ def trained_policy(
     if warm.steps:  # the planner flies the training backend: never a held-out scene
         result = run_warm_start(settings, train_env, artifacts / "warm_start", seed=seed, note=say)
         start, facts = result.checkpoint, result.facts
-        settings = settings_after_warm_start(settings, start)
+        settings = settings_after_warm_start(settings, start, facts["seconds"], say)
         reference = settings.ppo.reference_checkpoint
         facts["reference_checkpoint"] = str(reference) if reference is not None else None
         facts["reference_kl_coef"] = settings.ppo.reference_kl_coef
@@ -117,7 +118,8 @@ def trained_policy(
     runner = OnPolicyRunner(settings, built, artifacts_dir=artifacts, checkpoint=start)
     summary = runner.run_training()
     return runner.policy, {
-        "train_minutes": minutes,
+        "train_minutes": minutes,  # the whole budget, the warm start's minutes included
+        "ppo_minutes": settings.train.max_minutes,
         "train_step_budget": steps,
         "train_steps": summary.steps_this_run,
         "train_steps_per_second": round(summary.steps_per_second, 2),

@@ -157,13 +157,25 @@ def test_a_resumed_run_does_not_warm_start_again(runs: dict[str, Any]) -> None:
     assert all(torch.equal(cloned.model[key], final.model[key]) for key in actor)
 
 
-def test_ppo_steps_the_environment_the_planner_flew_with_the_torch_step(tmp_path: Path, corpus: Path) -> None:
+def test_ppo_steps_the_environment_the_planner_flew_with_the_torch_step_within_the_budget(
+    tmp_path: Path, corpus: Path
+) -> None:
     """The torch step kernel (CUDA's path, here on the CPU) after the warm start: PPO resets and steps
     the environment the planner flew. Recorded under ``torch.inference_mode``, its state tensors could
-    not be updated in place again, and ``train --device cuda`` with a warm start failed at PPO's reset."""
-    result = train(tmp_path, corpus, *WARM, env={"NAVI_ENV_PHYSICS__STEP_KERNEL": "torch"})
+    not be updated in place again, and ``train --device cuda`` with a warm start failed at PPO's reset.
+    The warm start's minutes count in ``--max-minutes``: PPO gets what is left."""
+    result = train(
+        tmp_path, corpus, *WARM, "--max-minutes", "10", env={"NAVI_ENV_PHYSICS__STEP_KERNEL": "torch"}
+    )
     assert result.exit_code == 0, result.output
     assert "cloning 2 epochs over 64 frames" in result.output and "finished: 32 steps" in result.output
+    (run,) = list((tmp_path / "runs").iterdir())
+    seconds = json.loads((run / "warm_start" / "warm_start.json").read_text())["seconds"]
+    assert (
+        f"warm start: {seconds / 60:.1f} of the 10-minute budget; PPO trains for the remaining"
+        in result.output
+    )
+    assert manifest(run)["settings"]["train"]["max_minutes"] == pytest.approx(10 - seconds / 60)
 
 
 @pytest.mark.parametrize(

@@ -119,7 +119,8 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     writes artifacts/runs/<run_id>/ (manifest.json, metrics.jsonl, checkpoints/) and promotes a
     checkpoint to the registry when its reward EMA beats the best one. Ctrl+C saves a final checkpoint.
     --warm-start-steps N first behaviour-clones the frontier planner (N steps over every training
-    scene) and starts PPO from the clone; a resumed run skips it.
+    scene) and starts PPO from the clone; a resumed run skips it. Its minutes count in --max-minutes,
+    its steps not in --total-steps.
     """
     from navi_actor.bc.dataset import DemonstrationError
     from navi_actor.bc.warm_start import warm_started_training

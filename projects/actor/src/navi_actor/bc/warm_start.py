@@ -158,14 +158,33 @@ def run_warm_start(
     return WarmStartResult(result.checkpoint, facts)
 
 
-def settings_after_warm_start(settings: ActorSettings, clone: Path) -> ActorSettings:
+def settings_after_warm_start(
+    settings: ActorSettings, clone: Path, seconds: float, note: Callable[[str], None] | None = None
+) -> ActorSettings:
     """PPO's settings once it starts from the clone: ``warm_start.value_updates`` critic-only updates
-    (the clone's critic never saw a return), and a KL penalty asked for without a reference
-    (``ppo.reference_kl_coef`` > 0) anchored to the clone."""
+    (the clone's critic never saw a return), a KL penalty asked for without a reference
+    (``ppo.reference_kl_coef`` > 0) anchored to the clone, and the warm start's ``seconds`` charged to
+    the wall-clock budget (``train.max_minutes``).
+
+    Why charge them: the budget is the whole training's, so a warm-started run and a fresh one get the
+    same minutes (the learning targets are "30 minutes of training"); ``train.total_steps`` counts PPO
+    steps only. A warm start that used the whole budget leaves PPO one second (``note`` says so).
+    """
     update: dict[str, Any] = {"value_warmup_updates": settings.warm_start.value_updates}
     if settings.ppo.reference_kl_coef > 0 and settings.ppo.reference_checkpoint is None:
         update["reference_checkpoint"] = clone
-    return settings.model_copy(update={"ppo": settings.ppo.model_copy(update=update)})
+    after = settings.model_copy(update={"ppo": settings.ppo.model_copy(update=update)})
+    budget = settings.train.max_minutes
+    if budget is None:
+        return after
+    left = budget - seconds / 60.0
+    if note is not None:
+        note(
+            f"warm start: {seconds / 60:.1f} of the {budget:g}-minute budget; PPO trains for the "
+            + (f"remaining {left:.1f} min" if left > 0 else "last second (the warm start used it all)")
+        )
+    train = settings.train.model_copy(update={"max_minutes": max(left, 1 / 60)})
+    return after.model_copy(update={"train": train})
 
 
 @dataclass(frozen=True)
@@ -214,7 +233,10 @@ def warm_started_training(
         status=progress.status,
     )  # fmt: skip
     return TrainingStart(
-        settings_after_warm_start(settings, result.checkpoint), result.checkpoint, run, result.facts
+        settings_after_warm_start(settings, result.checkpoint, result.facts["seconds"], progress.note),
+        result.checkpoint,
+        run,
+        result.facts,
     )
 
 
