@@ -69,7 +69,8 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
         process.wait(timeout=10)
 
 
-def spawn(argv: list[str], files: dict[str, Path]) -> subprocess.Popen[bytes]:
+def spawn(argv: list[str], files: dict[str, Path], log: Path) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with its stderr in ``log`` (read back when it does not stop: :func:`exit_status`)."""
     env = {
         **os.environ,
         "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32",
@@ -77,8 +78,25 @@ def spawn(argv: list[str], files: dict[str, Path]) -> subprocess.Popen[bytes]:
         "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(files["artifacts"]),
         "OMP_NUM_THREADS": "1",
         "NUMBA_NUM_THREADS": "1",
+        "PYTHONFAULTHANDLER": "1",  # SIGABRT prints every thread's stack
     }
-    return subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with log.open("wb") as stderr:  # the child keeps its own handle
+        return subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def exit_status(process: subprocess.Popen[bytes], log: Path, timeout_s: float) -> int:
+    """The exit status of ``process`` within ``timeout_s``; else a failure with its stacks and stderr.
+
+    Why: the brain once failed to exit within 10 s of SIGINT in CI (4 reruns passed) and left no trace.
+    """
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        process.wait(timeout=10)
+        pytest.fail(
+            f"{log.stem} did not exit within {timeout_s} s of SIGINT; stderr:\n{log.read_text()[-6000:]}"
+        )
 
 
 def collect(
@@ -114,9 +132,10 @@ def actions_up_to(actions: Subscriber, step_id: int, answered: set[int]) -> list
 
 
 def test_async_environment_steps_on_the_brains_published_actions(
-    async_files: dict[str, Path], processes: list[subprocess.Popen[bytes]]
+    async_files: dict[str, Path], processes: list[subprocess.Popen[bytes]], tmp_path: Path
 ) -> None:
     env_pub, rep, brain_pub = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    brain_log, env_log = tmp_path / "brain.log", tmp_path / "environment.log"
     with (
         Subscriber(env_pub, [topics.DISTANCE_MATRIX]) as observations,
         Subscriber(brain_pub, [topics.ACTION]) as actions,
@@ -125,14 +144,14 @@ def test_async_environment_steps_on_the_brains_published_actions(
             [*ENV_SERVE, "--mode", "async", "--pub-endpoint", env_pub, "--rep-endpoint", rep,
              "--action-sub", brain_pub, "--gmdag-file", str(async_files["scene"]), "--actors", str(DRONES),
              "--republish-ms", "100"],
-            async_files,
+            async_files, env_log,
         )  # fmt: skip
         processes.append(env)
         brain = spawn(
             [sys.executable, "-m", "navi_actor.service", "--mode", "async", "--sub-endpoint", env_pub,
              "--pub-endpoint", brain_pub, "--checkpoint", str(async_files["checkpoint"]), "--stochastic",
              "--torch-threads", "1", "--wait-for-subscribers", "2"],  # the environment and us
-            async_files,
+            async_files, brain_log,
         )  # fmt: skip
         processes.append(brain)
         seen, received = collect(
@@ -152,5 +171,5 @@ def test_async_environment_steps_on_the_brains_published_actions(
     # Ctrl+C: both stop at once and cleanly (status 0)
     for process in (brain, env):
         process.send_signal(signal.SIGINT)
-    assert brain.wait(timeout=10) == 0
-    assert env.wait(timeout=15) == 0
+    for process, log, seconds in ((brain, brain_log, 10), (env, env_log, 15)):
+        assert exit_status(process, log, seconds) == 0, log.read_text()[-4000:]
