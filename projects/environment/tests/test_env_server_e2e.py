@@ -80,3 +80,44 @@ def test_reset_step_publish_and_survive_garbage(server) -> None:  # type: ignore
     with ReqClient(rep, timeout_ms=5000, retries=1) as client:
         again = client.request(_action(60, [0, 1]), expected=StepResult)
         assert again.request_id == 60
+
+
+def test_the_start_up_warm_up_changes_nothing_a_client_sees() -> None:
+    """``serve`` warms the kernels up (a reset and a step) before answering anyone; a client's reset
+    and steps then give exactly what a backend that never warmed up gives."""
+    import torch
+
+    from navi_environment.server.service import warm_up
+
+    def backend() -> SdfDagBackend:
+        settings = EnvironmentSettings(sensor={"azimuth_bins": 16, "elevation_bins": 8})
+        return SdfDagBackend(settings, 2, scenes=[room_scene(RoomSpec(hi=(8.0, 6.0, 3.0)), 64)])
+
+    warmed, fresh = backend(), backend()
+    assert warm_up(warmed) > 0
+    torch.testing.assert_close(warmed.reset(seed=3), fresh.reset(seed=3), rtol=0, atol=0)
+    actions = torch.tensor([[0.8, 0.1, 0.0, 0.3], [0.5, -0.2, 0.4, -0.6]])
+    for _ in range(5):
+        got, expected = warmed.step(actions), fresh.step(actions)
+        torch.testing.assert_close(got.obs, expected.obs, rtol=0, atol=0)
+        torch.testing.assert_close(got.reward, expected.reward, rtol=0, atol=0)
+
+
+def test_serve_warms_the_backend_up_before_it_serves(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Without the warm-up a step-mode brain timed out on the first, compiling step and re-synchronised
+    (the stack on the H200; reproduced on the CPU with the torch march compiled)."""
+    from click.testing import CliRunner
+
+    from navi_environment.corpus.settings import CompileSettings
+    from navi_environment.corpus.sources import compile_source
+    from navi_environment.gmdag.writer import write_gmdag
+    from navi_environment.server import command, service
+
+    calls: list[str] = []
+    monkeypatch.setattr(service, "warm_up", lambda backend: calls.append("warm_up") or 0.0)
+    monkeypatch.setattr(service, "serve", lambda *args, **kwargs: calls.append("serve") or 0)
+    scene = tmp_path / "hall.gmdag"
+    write_gmdag(compile_source("procedural:hall:seed=1", CompileSettings(), resolution=32).asset, scene)
+    result = CliRunner().invoke(command.serve_command, ["--gmdag-file", str(scene), "--actors", "2"])
+    assert result.exit_code == 0, result.output
+    assert calls == ["warm_up", "serve"]

@@ -58,7 +58,7 @@ def serve_command(
     try:
         with on_termination(raise_interrupt):
             from navi_environment.backend import SdfDagBackend
-            from navi_environment.server.service import scene_sources
+            from navi_environment.server.service import scene_sources, warm_up
 
             settings = environment_settings(**settings_kwargs(options))
             config = settings.server
@@ -70,6 +70,7 @@ def serve_command(
                 backend = SdfDagBackend(settings, actors, device=device, scene_paths=paths)
             except ValueError as error:  # a broken file, or a scene that cannot host drones
                 raise click.ClickException(f"unusable scene: {error}") from error
+            warm_up(backend)  # compile the kernels now, not inside the first client's timeout
     except KeyboardInterrupt:
         click.echo("interrupted while loading; nothing served")
         return

@@ -203,6 +203,23 @@ class EnvironmentService:
         return result
 
 
+def warm_up(backend: SdfDagBackend) -> float:
+    """Reset and step once with zero actions before serving; the seconds it took.
+
+    Why: the first trace compiles the kernels (``torch.compile`` of the march on CUDA: about 20 s),
+    longer than a step-mode brain waits for a reply (2 s, one retry): on the first GPU run of the stack
+    the brain timed out and re-synchronised with another seed, and its first actions were lost. The
+    episodes started here are thrown away: the server refuses steps until a client's reset, and the
+    async and realtime loops reset at start-up.
+    """
+    started = time.monotonic()
+    backend.reset(seed=0)
+    backend.step(torch.zeros(backend.num_actors, 4, device=backend.device))
+    seconds = time.monotonic() - started
+    log.info("environment.server.warmed_up", seconds=round(seconds, 2), device=str(backend.device))
+    return seconds
+
+
 def serve(
     backend: SdfDagBackend,
     pub_endpoint: str | None,
