@@ -4,6 +4,7 @@ several packages ask for with ``pytestmark = pytest.mark.usefixtures(...)``."""
 
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -51,3 +52,14 @@ def restore_process_state() -> Iterator[None]:
     yield
     structlog.reset_defaults()
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Children a test starts (it appends them); any still running at the end are killed."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)

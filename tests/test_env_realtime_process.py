@@ -8,7 +8,6 @@ with a tolerance that holds on a loaded 2-core machine.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,17 +26,6 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("realtime") / "hall.gmdag"
     write_gmdag(compile_source("procedural:hall:seed=1", CompileSettings(), resolution=32).asset, path)
     return path
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Children started by a test; any still running at the end are killed."""
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
 
 
 def test_realtime_server_keeps_its_rate_while_a_slow_brain_answers(

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -56,17 +55,6 @@ def async_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         Checkpoint(model=NaviPolicy(config).state_dict(), policy_config=config), folder / "p.pt"
     )
     return {"scene": scene, "checkpoint": checkpoint, "artifacts": folder}
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Children started by a test; any still running at the end are killed."""
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
 
 
 def spawn(argv: list[str], files: dict[str, Path], log: Path) -> subprocess.Popen[bytes]:

@@ -8,7 +8,6 @@ The same runs on the CPU are ``tests/test_stack_service.py`` and ``tests/test_en
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,17 +25,6 @@ SAME_STEPS = 5  # two devices: the first steps match closely, later ones may dri
 # The brain process keeps torch's CUDA defaults: cuDNN convolutions (the patch embedding) in TF32, a
 # 10-bit mantissa. On the H200 the first 5 steps' actions differed from the CPU's by at most 0.004.
 ACTION_ATOL = 1e-2
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Children started by a test; any still running at the end are killed."""
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
 
 
 def test_stack_on_the_accelerator_acts_like_in_process_inference_on_the_cpu(
