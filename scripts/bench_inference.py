@@ -21,6 +21,7 @@ import click
 import numpy as np
 import torch
 
+from navi_actor.devices import DeviceUnavailableError, check_device
 from navi_actor.inference import PolicyStepper
 from navi_actor.models import NaviPolicy, PolicyConfig
 
@@ -53,19 +54,70 @@ def summary(times: list[float], period_ms: float) -> dict[str, float]:
     return {"p50_ms": round(p50, 3), "p95_ms": round(p95, 3), "periods_p95": math.ceil(p95 / period_ms)}
 
 
+def drone_counts(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
+    """``--drones`` as positive integers, or one clear line."""
+    try:
+        counts = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"comma-separated whole numbers, got {value!r}") from None
+    if not counts or min(counts) < 1:
+        raise click.BadParameter(f"at least one drone count, each >= 1, got {value!r}")
+    return counts
+
+
 @click.command()
 @click.option("--device", default="cpu", show_default=True, help="Device measured beside the CPU reference.")
-@click.option("--drones", default="1,16,64", show_default=True, help="Comma-separated drone counts.")
-@click.option("--calls", default=200, show_default=True, help="Timed inferences per measurement.")
-@click.option("--warmup", default=20, show_default=True, help="Untimed inferences first (CUDA kernels load).")
-@click.option("--chunk", default=4, show_default=True, help="Ticks of the chunk head (the brain's H).")
-@click.option("--hz", default=20.0, show_default=True, help="Control rate the delay is counted in.")
-@click.option("--cpu-threads", default=1, show_default=True, help="torch threads of the CPU reference.")
+@click.option(
+    "--drones",
+    default="1,16,64",
+    show_default=True,
+    callback=drone_counts,
+    help="Comma-separated drone counts.",
+)
+@click.option(
+    "--calls",
+    default=200,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Timed inferences per measurement.",
+)
+@click.option(
+    "--warmup",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Untimed inferences first (CUDA kernels load).",
+)
+@click.option(
+    "--chunk",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Ticks of the chunk head (the brain's H).",
+)
+@click.option(
+    "--hz",
+    default=20.0,
+    show_default=True,
+    type=click.FloatRange(min=0.0, min_open=True),
+    help="Control rate the delay is counted in.",
+)
+@click.option(
+    "--cpu-threads",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="torch threads of the CPU reference.",
+)
 def main(
-    *, device: str, drones: str, calls: int, warmup: int, chunk: int, hz: float, cpu_threads: int
+    *, device: str, drones: list[int], calls: int, warmup: int, chunk: int, hz: float, cpu_threads: int
 ) -> None:
     """Time the real-time brain's inference call per device and drone count; print one JSON line."""
-    counts = [int(part) for part in drones.split(",") if part.strip()]
+    try:
+        check_device(device)
+    except DeviceUnavailableError as error:
+        raise click.ClickException(str(error)) from error
+    counts = drones
     torch.manual_seed(0)
     policy = NaviPolicy(PolicyConfig(action_chunk=chunk)).eval()
     devices = ["cpu"] if torch.device(device).type == "cpu" else ["cpu", device]

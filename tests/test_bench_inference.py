@@ -30,3 +30,19 @@ def test_bench_inference_reports_the_cpu_reference_per_drone_count() -> None:
         assert 0 < timing["p50_ms"] <= timing["p95_ms"]
         # at 1000 Hz a period is 1 ms: the delay in periods is the 95th percentile rounded up
         assert timing["periods_p95"] == -(-timing["p95_ms"] // 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--drones", "abc"], "comma-separated whole numbers"),
+        (["--drones", "0"], "each >= 1"),
+        (["--calls", "0"], "0 is not in the range x>=1"),
+        (["--device", "bogus"], "--device bogus: not a torch device"),
+    ],
+)
+def test_bad_options_are_one_line(args: list[str], message: str) -> None:
+    main = runpy.run_path(str(SCRIPT))["main"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code != 0 and message in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
