@@ -18,7 +18,8 @@ from navi_contracts.paths import artifacts_root
 
 PAGE_STATE = """(() => {
   const canvas = document.getElementById("panorama");
-  if (!canvas) return { mode: null, frames: 0, loading: location.href };
+  // still parsing: the canvas may exist before the elements below it (#control): read them later
+  if (!canvas || document.readyState === "loading") return { mode: null, frames: 0, loading: location.href };
   const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
   const colours = new Set();
   let lit = 0;
