@@ -6,9 +6,11 @@ process, tick by tick and deterministic (:class:`navi_actor.service.delayed_brai
 as many planned episodes as wanted, for each variant there: ``hold`` (the mean action held until the
 next answer), ``chunks`` (unblended) and ``chunks_blend`` (the real-time brain).
 
-``delay = 0`` is the closed-loop reference (a fresh mean every tick). Prints ONE JSON line.
+``delay = 0`` is the closed-loop reference (a fresh mean every tick). ``--guard`` caps every executed
+action by the collision guard from the tick's observation, as ``navi-environment serve --mode realtime
+--guard`` does. Prints ONE JSON line.
 
-    uv run python scripts/bench_delayed_flight.py --checkpoint CKPT [--delays 0,2,3] [--drones 16]
+    uv run python scripts/bench_delayed_flight.py --checkpoint CKPT [--delays 0,2,3] [--drones 16] [--guard]
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from navi_actor.service.delayed_brain import VARIANTS, DelayedBrain
 
 
 def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, ticks: int, delay: int,
-        variant: str, blend_ticks: int | None = None) -> dict[str, float]:  # fmt: skip
+        variant: str, blend_ticks: int | None = None, guard: Any = None) -> dict[str, float]:  # fmt: skip
     """One delayed flight of every planned episode; coverage, collisions and what was flown."""
     drones = backend.num_actors
     rows = torch.arange(drones)
@@ -33,9 +35,12 @@ def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, t
     brain = DelayedBrain(policy, drones, delay=delay, variant=variant, blend_ticks=blend_ticks)
     live = np.ones(drones, bool)
     cells, collisions, drone_ticks = np.zeros(drones), 0.0, 0.0
-    flown, previous, jerk = [], None, []
+    flown, previous, jerk, guarded = [], None, [], 0.0
     for tick in range(ticks):
         action = brain.action(tick, obs)
+        if guard is not None:
+            wanted, action = action.clamp(-1.0, 1.0), guard(action, obs)
+            guarded += float(((action - wanted).abs().amax(dim=1) > 1e-6).numpy()[live].sum())
         out = backend.step(action)
         executed = action.numpy()
         if previous is not None:
@@ -57,6 +62,7 @@ def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, t
         "action_mean": actions.mean(axis=0).tolist(),
         "action_abs_mean": np.abs(actions).mean(axis=0).tolist(),
         "yaw_std": float(actions[:, 3].std()),
+        "guarded_fraction": guarded / max(drone_ticks, 1.0),
     }
 
 
@@ -72,30 +78,35 @@ def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, t
 @click.option(
     "--blend-ticks", type=int, help="Blend over this many ticks (default: the delay, as the brain does)."
 )
+@click.option("--guard/--no-guard", default=False, show_default=True,
+              help="Cap every executed action by the collision guard (serve --mode realtime --guard).")
 def main(*, checkpoint: Path, gmdag_file: Path, delays: str, drones: int, ticks: int, seed: int,
-         blend_ticks: int | None) -> None:  # fmt: skip
+         blend_ticks: int | None, guard: bool) -> None:  # fmt: skip
     """Fly every variant at every delay on the same planned episodes and print one JSON line."""
     from bench_chunk_prediction import chunk_policy_and_scene  # scripts/ is on the path of a script
 
     from navi_common import configure_logging
+    from navi_environment.planning.guard import SpeedGuard
 
     configure_logging("warning", production=False)
     torch.set_num_threads(1)
     policy, backend = chunk_policy_and_scene(checkpoint, gmdag_file, drones)
     backend.reset(seed)
     plan = backend.sample_starts(0, drones, seed)
+    speed_guard = SpeedGuard(backend.settings, backend.device) if guard else None
     results: dict[str, dict[str, Any]] = {}
     with torch.inference_mode():
         for delay in (int(value) for value in delays.split(",")):
             for variant in VARIANTS if delay else ("hold",):
                 row = fly(policy, backend, plan, ticks=ticks, delay=delay, variant=variant,
-                          blend_ticks=blend_ticks)  # fmt: skip
+                          blend_ticks=blend_ticks, guard=speed_guard)  # fmt: skip
                 results.setdefault(str(delay), {})[variant] = row
                 click.echo(f"delay {delay} {variant:<13} coverage {row['coverage']:.4f} collide "
                            f"{row['collision_rate']:.4f} jerk {row['jerk']:.4f} yaw_std {row['yaw_std']:.3f} "
-                           f"|yaw| {row['action_abs_mean'][3]:.3f}", err=True)  # fmt: skip
+                           f"|yaw| {row['action_abs_mean'][3]:.3f} guarded {row['guarded_fraction']:.3f}",
+                           err=True)  # fmt: skip
     line = {"bench": "delayed_flight", "checkpoint": str(checkpoint), "drones": drones, "ticks": ticks,
-            "seed": seed, "blend_ticks": blend_ticks, "results": results}  # fmt: skip
+            "seed": seed, "blend_ticks": blend_ticks, "guard": guard, "results": results}  # fmt: skip
     click.echo(json.dumps(line))
 
 

@@ -125,6 +125,7 @@ def _stats_copy(stats: Any) -> dict[str, Any]:
     return {
         "missed": stats.missed_ticks, "fallback": stats.fallback_ticks.copy(), "ticks": stats.ticks.copy(),
         "age_sum": stats.age_sum.copy(), "age_count": stats.age_count.copy(),
+        "guarded": stats.guarded_ticks.copy(),
     }  # fmt: skip
 
 
@@ -168,13 +169,14 @@ def _brain_stats(subscriber: Subscriber, latest: dict[str, float]) -> dict[str, 
 
 
 def _run(backend: Any, plan: tuple[torch.Tensor, torch.Tensor], files: dict[str, Path], variant: str,
-         latency_periods: int, *, hz: float, ticks: int) -> dict[str, Any]:  # fmt: skip
+         latency_periods: int, *, hz: float, ticks: int, guard: bool = False) -> dict[str, Any]:  # fmt: skip
     from navi_environment.server.config import ServerConfig
     from navi_environment.server.realtime_loop import RealtimeLoop
 
     endpoints = {name: free_tcp_endpoint() for name in ("env_pub", "brain_pub", "rep")}
-    config = ServerConfig(mode="realtime", control_hz=hz, fallback="hold", pub_endpoint=endpoints["env_pub"],
-                          rep_endpoint=endpoints["rep"], action_sub=endpoints["brain_pub"])  # fmt: skip
+    config = ServerConfig(mode="realtime", control_hz=hz, fallback="hold", guard=guard,
+                          pub_endpoint=endpoints["env_pub"], rep_endpoint=endpoints["rep"],
+                          action_sub=endpoints["brain_pub"])  # fmt: skip
     recorder = Recorder(backend, plan[0], plan[1], ticks)
     quiet_env = {**os.environ, "NAVI_ACTOR_LOG_LEVEL": "warning", "NAVI_ACTOR_SERVICE__STATS_SECONDS": "0.5"}
     stop, brain_stats = threading.Event(), dict[str, float]()
@@ -227,6 +229,7 @@ def _run(backend: Any, plan: tuple[torch.Tensor, torch.Tensor], files: dict[str,
         "brain_missed_periods": missed,
         "env_missed_ticks": end["missed"] - start["missed"],
         "fallback_fraction": float((end["fallback"] - start["fallback"]).sum()) / max(executed, 1),
+        "guarded_fraction": float((end["guarded"] - start["guarded"]).sum()) / max(executed, 1),
         "mean_action_age": float((end["age_sum"] - start["age_sum"]).sum()) / max(ages, 1),
         "jerk": recorder.jerk_sum / max(recorder.jerk_count, 1.0),
         "coverage": float(np.mean(recorder.cells)) / max(reachable, 1),
@@ -265,9 +268,10 @@ def _prepare(folder: Path, checkpoint: Path | None, chunk: int, sensor: tuple[in
 
 
 def _table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
-    columns = ("brain_missed_periods", "env_missed_ticks", "fallback_fraction", "mean_action_age", "jerk",
-               "coverage", "collision_rate")  # fmt: skip
-    heads = ("brain_miss", "env_miss", "fallback", "age", "jerk", "coverage", "collide", "forward", "|yaw|")
+    columns = ("brain_missed_periods", "env_missed_ticks", "fallback_fraction", "guarded_fraction",
+               "mean_action_age", "jerk", "coverage", "collision_rate")  # fmt: skip
+    heads = ("brain_miss", "env_miss", "fallback", "guarded", "age", "jerk", "coverage", "collide", "forward",
+             "|yaw|")  # fmt: skip
     click.echo(f"{'latency':>7} {'variant':<16}" + "".join(f"{h:>11}" for h in heads), err=True)
     for latency, variants in results.items():
         for variant, row in variants.items():
@@ -302,8 +306,8 @@ def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     missed = [run["brain_missed_periods"] for run in runs]
     delays = [run["brain_delay_ticks"] for run in runs if run["brain_delay_ticks"] is not None]
-    names = ("fallback_fraction", "mean_action_age", "jerk", "coverage", "collision_rate", "action_mean",
-             "action_abs_mean")  # fmt: skip
+    names = ("fallback_fraction", "guarded_fraction", "mean_action_age", "jerk", "coverage", "collision_rate",
+             "action_mean", "action_abs_mean")  # fmt: skip
     return {name: weighted(name) for name in names} | {
         "brain_missed_periods": None if None in missed else float(sum(missed)),
         "env_missed_ticks": sum(run["env_missed_ticks"] for run in runs),
@@ -361,9 +365,11 @@ def _integers(text: str, option: str) -> list[int]:
 @click.option("--seed", "seeds", default="0", show_default=True,
               help="Seeds of the planned start poses, e.g. 0,1,2: every variant flies every plan, and "
               "each row pools the plans (ratios paired within a plan).")  # fmt: skip
+@click.option("--guard/--no-guard", default=False, show_default=True,
+              help="The environment's collision guard (serve --mode realtime --guard) in every variant.")
 def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, hz: float, ticks: int,
          drones: int, azimuth: int, elevation: int, scene: str, resolution: int,
-         seeds: str) -> None:  # fmt: skip
+         seeds: str, guard: bool) -> None:  # fmt: skip
     """Measure real-time inference variants under injected latency and print one JSON line."""
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
@@ -387,7 +393,7 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
             for latency in delays:
                 for variant in chosen:
                     _progress(f"plan {seed}, latency {latency} periods: {variant}")
-                    row = _run(backend, plan, files, variant, latency, hz=hz, ticks=ticks)
+                    row = _run(backend, plan, files, variant, latency, hz=hz, ticks=ticks, guard=guard)
                     runs.setdefault(str(latency), {}).setdefault(variant, []).append(row)
                     _progress(json.dumps(row))
     results = {
@@ -412,6 +418,7 @@ def main(*, checkpoint: Path | None, chunk: int, latencies: str, variants: str, 
         "ticks": ticks,
         "drones": drones,
         "seeds": plans,
+        "guard": guard,
         "results": results,
         "targets_at_latency_2": targets,
     }

@@ -69,6 +69,8 @@ MISSED_TICKS = "missed_ticks"
 """Real-time mode: control tick slots the environment's loop missed (it overran them)."""
 FALLBACK_TICKS = "fallback_ticks"
 """Real-time mode: drone-ticks executed without a scheduled action (the fallback ran)."""
+GUARDED_TICKS = "guarded_ticks"
+"""Real-time mode: drone-ticks whose action the collision guard changed (``serve --guard``)."""
 MISSED_PERIODS = "missed_periods"
 """Real-time brain: control periods its control loop missed (it must never wait on inference)."""
 DELAY_TICKS = "delay_ticks"
@@ -87,7 +89,8 @@ CHARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Stage timings (s)", (TIMING_PREFIX,)),
     ("Coverage and speed", (COVERAGE, SPEED)),
     ("Real-time action age (ticks)", (MEAN_ACTION_AGE_TICKS, MAX_ACTION_AGE_TICKS, DELAY_TICKS)),
-    ("Real-time missed / fallback ticks", (MISSED_TICKS, FALLBACK_TICKS, MISSED_PERIODS)),
+    ("Real-time missed / fallback / guarded ticks",
+     (MISSED_TICKS, FALLBACK_TICKS, MISSED_PERIODS, GUARDED_TICKS)),
     ("Reward terms over time", (REWARD_TERM_PREFIX,)),
 )
 """The dashboard's charts: title -> series names (a name ending in ``/`` charts every key under it)."""

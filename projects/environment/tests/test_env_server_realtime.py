@@ -57,10 +57,12 @@ class RealtimeServer:
         assert not self.thread.is_alive(), "realtime loop did not stop on its stop event"
 
 
-def start_server(backend: SdfDagBackend, fallback: str = "hold") -> Iterator[RealtimeServer]:
+def start_server(
+    backend: SdfDagBackend, fallback: str = "hold", guard: bool = False
+) -> Iterator[RealtimeServer]:
     brain_pub, env_pub, rep = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
     config = ServerConfig(
-        mode="realtime", action_sub=brain_pub, control_hz=HZ, fallback=fallback, poll_ms=5,
+        mode="realtime", action_sub=brain_pub, control_hz=HZ, fallback=fallback, guard=guard, poll_ms=5,
         stats_interval_s=0.2, seed=3,
     )  # fmt: skip
     stop = threading.Event()
@@ -156,6 +158,36 @@ def test_the_clock_keeps_its_rate_while_a_slow_brain_answers_with_chunks(
     assert (stats.fallback_ticks < stats.ticks).all()
 
 
+@pytest.mark.parametrize("guard", [False, True])
+def test_the_guard_caps_every_executed_action_from_the_newest_observation(
+    backend: SdfDagBackend, guard: bool
+) -> None:
+    """Both drones are sent sideways into the walls once (the hold fallback repeats it); the ticks are
+    run by hand, so this checks the rule, not the clock."""
+    servers = start_server(backend, guard=guard)
+    loop = next(servers).loop
+    try:
+        service = loop.service
+        wall = np.tile(np.array([[0.3, 0.0, 1.0, 0.0]], np.float32), (DRONES, 1))
+        loop.on_message(Action(
+            env_ids=np.arange(DRONES, dtype=np.int32), actions=wall, policy_id="into-the-wall",
+            step_id=service.step_id, timestamp=time.time(),
+        ), service.step_id + 1)  # fmt: skip
+        collisions = 0
+        for _ in range(60):
+            loop.run_tick()
+            collisions += int((backend.info["collision"] > 0.5).sum())
+    finally:
+        servers.close()
+    guarded = loop.stats.guarded_ticks
+    assert loop.stats.snapshot()[names.GUARDED_TICKS] == guarded.sum()
+    assert loop.stats.per_drone()[names.GUARDED_TICKS] == guarded.astype(float).tolist()
+    if guard:
+        assert collisions == 0 and (guarded > 0).all()
+    else:
+        assert collisions > 0 and (guarded == 0).all()  # the same flight without it does hit the walls
+
+
 def test_stats_are_published_as_telemetry(realtime_server: RealtimeServer) -> None:
     with Subscriber(realtime_server.env_pub, [topics.TELEMETRY_EVENT]) as telemetry:
         time.sleep(0.2)  # let the subscription reach the publisher
@@ -243,7 +275,7 @@ def test_serve_command_offers_realtime_options_and_refuses_bad_ones(monkeypatch:
     runner = CliRunner()
     shown = runner.invoke(serve_command, ["--help"])
     assert shown.exit_code == 0
-    assert all(option in shown.output for option in ("realtime", "--control-hz", "--fallback"))
+    assert all(option in shown.output for option in ("realtime", "--control-hz", "--fallback", "--guard"))
     bad = runner.invoke(serve_command, ["--mode", "realtime", "--control-hz", "-5"])
     assert bad.exit_code == 2 and "control_hz" in bad.output
     wrong = runner.invoke(serve_command, ["--fallback", "brake"])

@@ -18,7 +18,7 @@ _DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 SERVE_FIELDS = ("server.mode", "server.pub_endpoint", "server.rep_endpoint", "server.action_sub",
                 "server.keys", "server.seed", "server.republish_ms", "server.control_hz",
-                "server.fallback", "sensor.horizon_m")  # fmt: skip
+                "server.fallback", "server.guard", "sensor.horizon_m")  # fmt: skip
 """Settings ``serve`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`): each is passed only
 when given, so ``NAVI_ENV_SERVER__*`` and ``.env`` still apply, and its default is the field's."""
 
@@ -44,9 +44,10 @@ def serve_command(
 
     --mode realtime steps every drone --control-hz times a second whether or not the brain has
     answered: each tick executes the action the brain scheduled for it (Action.start_tick/chunk), or
-    the --fallback; REQ answers resets only. Observations carry the tick as step_id, and an
-    environment.realtime.stats telemetry event (missed ticks, fallback ticks, action age) goes out
-    every second.
+    the --fallback; with --guard each executed action is capped by the collision guard (from the
+    newest observation, so the drone can stop before every near surface); REQ answers resets only.
+    Observations carry the tick as step_id, and an environment.realtime.stats telemetry event (missed
+    ticks, fallback ticks, guarded ticks, action age) goes out every second.
 
     Without --gmdag-file/--corpus the configured corpus folder (compile.corpus_dir under artifacts/)
     is used.

@@ -61,6 +61,12 @@ class ServerConfig(SettingsGroup):
         description="Realtime mode, a tick without a scheduled action: hold repeats the last action, "
         "slow executes it times 0.5 each tick (a safe slow-down).",
     )
+    guard: bool = Field(
+        default=False,
+        description="Realtime mode: the vehicle's collision guard. Every executed action (scheduled or "
+        "fallback) is capped, from the tick's newest observation, so the drone can still stop before "
+        "every near surface (the frontier planner's speed guard; docs/environment_server.md).",
+    )
     stats_interval_s: float = Field(
         default=1.0,
         gt=0,

@@ -25,11 +25,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 import structlog
+import torch
 
 from navi_common import RepServer, Subscriber
 from navi_contracts import Action, TelemetryEvent, telemetry_names, topics
 from navi_contracts.model_base import WireModel
+from navi_environment.planning.guard import SpeedGuard
 from navi_environment.server.realtime_schedule import ActionScheduler, RealtimeStats
 
 if TYPE_CHECKING:
@@ -49,7 +52,7 @@ class RealtimeLoop:
         service: the environment service (publishes every observation it produces).
         actions: ordered subscriber to the brain's ``action_v2``.
         rep: the REP server (resets; step requests are refused in this mode).
-        config: ``control_hz``, ``fallback``, ``seed``, ``poll_ms``, ``stats_interval_s``.
+        config: ``control_hz``, ``fallback``, ``guard``, ``seed``, ``poll_ms``, ``stats_interval_s``.
         clock: monotonic clock (tests may inject one).
     """
 
@@ -67,6 +70,8 @@ class RealtimeLoop:
         drones = service.backend.num_actors
         self.stats = RealtimeStats(drones, control_hz=config.control_hz)
         self.scheduler = ActionScheduler(drones, config.fallback, self.stats)
+        backend = service.backend
+        self.guard = SpeedGuard(backend.settings, backend.device) if config.guard else None
 
     def run(self, stop: threading.Event) -> RealtimeStats:
         """Tick until ``stop`` is set (checked at least every ``poll_ms``).
@@ -112,8 +117,18 @@ class RealtimeLoop:
             if received is None:
                 break
             self.on_message(received[1], tick)
-        self.service.step_rows(self.scheduler.tick(tick))
+        rows = self.scheduler.tick(tick)
+        self.service.step_rows(rows if self.guard is None else self.guarded(rows))
         return tick
+
+    def guarded(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` ([B, 4] float32) capped by the collision guard from the newest observation."""
+        assert self.guard is not None
+        observation = self.service.backend.obs  # what the drones see now: the tick before this one
+        wanted = torch.from_numpy(rows).to(observation.device)
+        executed = self.guard(wanted, observation).cpu().numpy()
+        self.stats.guarded_ticks += np.abs(executed - np.clip(rows, -1.0, 1.0)).max(axis=1) > 1e-6
+        return executed
 
     def on_message(self, message: WireModel, next_tick: int) -> None:
         """Hand one received message to the scheduler (anything unusable is logged and skipped)."""

@@ -69,6 +69,8 @@ class RealtimeStats:
     """int64 [B]: how many executed actions had a source (the mean age's denominator)."""
     age_max: np.ndarray = field(init=False)
     """int64 [B]: largest action age executed (-1: none yet)."""
+    guarded_ticks: np.ndarray = field(init=False)
+    """int64 [B]: ticks whose action the collision guard changed (``ServerConfig.guard``)."""
 
     def __post_init__(self) -> None:
         size = self.num_drones
@@ -77,6 +79,7 @@ class RealtimeStats:
         self.age_sum = np.zeros(size, np.int64)
         self.age_count = np.zeros(size, np.int64)
         self.age_max = np.full(size, _NONE, np.int64)
+        self.guarded_ticks = np.zeros(size, np.int64)
 
     def record(self, fallback: np.ndarray, ages: np.ndarray) -> None:
         """Count one tick: ``fallback`` bool [B], ``ages`` int64 [B] (-1 = no source)."""
@@ -96,6 +99,7 @@ class RealtimeStats:
         return {
             "ticks": self.ticks.astype(float).tolist(),
             names.FALLBACK_TICKS: self.fallback_ticks.astype(float).tolist(),
+            names.GUARDED_TICKS: self.guarded_ticks.astype(float).tolist(),
             names.MEAN_ACTION_AGE_TICKS: mean_age.tolist(),
             names.MAX_ACTION_AGE_TICKS: np.where(counted, self.age_max, np.nan).tolist(),
         }
@@ -112,6 +116,7 @@ class RealtimeStats:
             names.MISSED_TICKS: float(self.missed_ticks),
             names.FALLBACK_TICKS: float(self.fallback_ticks.sum()),
             "fallback_fraction": float(self.fallback_ticks.sum()) / ticks if ticks else 0.0,
+            names.GUARDED_TICKS: float(self.guarded_ticks.sum()),
             names.MEAN_ACTION_AGE_TICKS: float(self.age_sum.sum()) / counted if counted else math.nan,
             names.MAX_ACTION_AGE_TICKS: float(self.age_max.max(initial=_NONE)) if counted else math.nan,
             "accepted_actions": float(self.accepted),
