@@ -43,15 +43,18 @@ def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_bench_measures_the_hold_baseline_and_the_chunked_brain(tmp_path: Path) -> None:
     chunked = checkpoint(tmp_path / "chunked.pt", 6)
     result = run_bench(
-        "--checkpoint", str(chunked), "--latencies", "0", "--variants", "sequential,realtime_chunks"
-    )
+        "--checkpoint", str(chunked), "--latencies", "0", "--variants", "sequential,realtime_chunks",
+        "--guard",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert line["bench"] == "realtime" and line["action_chunk"] == 6 and line["sensor"] == [32, 8]
+    assert line["guard"] is True  # the environment's collision guard ran in every variant
     rows = line["results"]["0"]
     assert set(rows) == {"sequential", "realtime_chunks"}
     for row in rows.values():
         assert row["ticks"] == 10 and 0.0 <= row["fallback_fraction"] <= 1.0
+        assert 0.0 <= row["guarded_fraction"] <= 1.0
         assert row["mean_action_age"] >= 1.0 and row["jerk"] >= 0.0 and 0.0 <= row["coverage"] <= 1.0
         flown, flown_abs = row["action_mean"], row["action_abs_mean"]
         assert len(flown) == len(flown_abs) == 4
@@ -108,7 +111,8 @@ def test_the_coverage_ratios_are_paired_over_the_planned_episodes() -> None:
 
 def _run_row(cells: list[float], collision_rate: float, **figures: object) -> dict[str, object]:
     base: dict[str, object] = {
-        "brain_missed_periods": 0.0, "env_missed_ticks": 0, "fallback_fraction": 0.0, "mean_action_age": 3.0,
+        "brain_missed_periods": 0.0, "env_missed_ticks": 0, "fallback_fraction": 0.0, "guarded_fraction": 0.0,
+        "mean_action_age": 3.0,
         "jerk": 0.02, "coverage": sum(cells) / len(cells) / 100.0, "collision_rate": collision_rate,
         "ticks": 10, "brain_delay_ticks": 4.0, "action_mean": [0.5, 0.0, 0.0, 0.1],
         "action_abs_mean": [0.5, 0.0, 0.2, 0.2],
@@ -119,8 +123,10 @@ def _run_row(cells: list[float], collision_rate: float, **figures: object) -> di
 def test_plans_pool_into_one_row_whose_ratios_stay_paired_within_a_plan() -> None:
     bench = _script_module()
     first = _run_row([10.0, 20.0], 0.0, env_missed_ticks=1)
-    second = _run_row([30.0, 40.0, 50.0, 60.0], 0.3, brain_missed_periods=2.0, brain_delay_ticks=5.0)
+    second = _run_row([30.0, 40.0, 50.0, 60.0], 0.3, brain_missed_periods=2.0, brain_delay_ticks=5.0,
+                      guarded_fraction=0.6)  # fmt: skip
     row = bench.pooled([first, second])
+    assert row["guarded_fraction"] == pytest.approx(0.4)
     assert row["cells_per_drone"] == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
     assert row["plan_per_drone"] == [0, 0, 1, 1, 1, 1]
     assert row["collision_rate"] == pytest.approx(0.2)  # weighted by drone-ticks: 20 and 40
