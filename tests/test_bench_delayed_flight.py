@@ -5,12 +5,10 @@ and never with it."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 from realtime_policy import SMALL_REALTIME_POLICY
+from script_module import load_script
 
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_environment.backend import SdfDagBackend
@@ -18,20 +16,10 @@ from navi_environment.config import EnvironmentSettings
 from navi_environment.planning.guard import SpeedGuard
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_delayed_flight.py"
-
-
-def _script_module() -> object:
-    spec = importlib.util.spec_from_file_location("bench_delayed_flight", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.slow
 def test_the_guard_keeps_a_delayed_flight_off_the_walls() -> None:
-    bench = _script_module()
+    bench = load_script("bench_delayed_flight")
     torch.manual_seed(0)
     policy = NaviPolicy(PolicyConfig(action_chunk=6, **SMALL_REALTIME_POLICY)).eval()  # type: ignore[arg-type]
     with torch.no_grad():  # a mean of 0.3 forward and full speed sideways, whatever it sees
@@ -44,8 +32,8 @@ def test_the_guard_keeps_a_delayed_flight_off_the_walls() -> None:
     plan = backend.sample_starts(0, 4, 0)
     guard = SpeedGuard(settings, "cpu")
     with torch.inference_mode():
-        free = bench.fly(policy, backend, plan, ticks=80, delay=3, variant="chunks_blend")  # type: ignore[attr-defined]
-        guarded = bench.fly(policy, backend, plan, ticks=80, delay=3, variant="chunks_blend", guard=guard)  # type: ignore[attr-defined]
+        free = bench.fly(policy, backend, plan, ticks=80, delay=3, variant="chunks_blend")
+        guarded = bench.fly(policy, backend, plan, ticks=80, delay=3, variant="chunks_blend", guard=guard)
     assert free["guarded_fraction"] == 0.0
     assert free["collision_rate"] > 0.0  # the same flight does reach the walls
     assert guarded["collision_rate"] == 0.0

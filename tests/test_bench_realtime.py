@@ -8,15 +8,16 @@ the fallback at zero latency, and a checkpoint without a chunk head is refused i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from realtime_policy import SMALL_REALTIME_POLICY
+from script_module import load_script
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.models import NaviPolicy, PolicyConfig
@@ -74,12 +75,8 @@ def test_a_checkpoint_without_a_chunk_head_is_refused_in_one_line(tmp_path: Path
     assert "has no chunk head" in result.stderr and "Traceback" not in result.stderr
 
 
-def _script_module() -> object:
-    spec = importlib.util.spec_from_file_location("bench_realtime", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _script_module() -> Any:
+    return load_script("bench_realtime")
 
 
 def _row(cells: list[float], **figures: float) -> dict[str, object]:
