@@ -150,14 +150,18 @@ def test_realtime_figures_show_while_a_realtime_environment_reports(
     payload = {
         "mean_action_age_ticks": 3.5, "max_action_age_ticks": 6.0, "missed_ticks": 1.0,
         "fallback_ticks": 12.0, "fallback_fraction": 0.25, "control_hz": 20.0, "tick": 40.0,
+        "guarded_ticks": 7.0,
     }  # fmt: skip
     state.add_telemetry(event("environment.realtime.stats", clock.now, **payload))
     status = state.status()
-    shown = {name: payload[name] for name in payload if name != "tick"}
+    shown = {name: payload[name] for name in payload if name not in ("tick", "guarded_ticks")}
     assert status["realtime"] == shown
     assert state.mode() is Mode.OBSERVER  # the environment's figures are not a policy acting
     charts, _ = state.chart_delta(-1)
-    for name in ("mean_action_age_ticks", "max_action_age_ticks", "missed_ticks", "fallback_ticks"):
+    charted = (
+        "mean_action_age_ticks", "max_action_age_ticks", "missed_ticks", "fallback_ticks", "guarded_ticks",
+    )  # fmt: skip
+    for name in charted:
         assert charts[name]["v"] == [payload[name]]
     clock.now += 6.0  # older than mode_timeout_s: the environment stopped reporting
     assert state.status()["realtime"] is None
