@@ -1,5 +1,6 @@
 """The other environment code with a device: the frontier planner (the auditor's autopilot), the
-Gymnasium vector environment and ``navi-environment bench-sdfdag --device``."""
+Gymnasium vector environment, ``navi-environment bench-sdfdag --device`` and the realtime server's
+collision guard."""
 
 from __future__ import annotations
 
@@ -80,3 +81,44 @@ def test_bench_sdfdag_runs_on_the_accelerator(tiny_scene: Path, accel_device: st
     assert result.exit_code == 0, result.output
     report = json.loads(result.output.strip().splitlines()[-1])
     assert report["device"] == accel_device and report["ms_per_step"] > 0 and report["trace_share"] > 0
+
+
+def test_collision_guard_on_the_accelerator_caps_as_on_the_cpu(
+    rooms: RuntimeScene, accel_device: str
+) -> None:
+    """``serve --mode realtime --guard`` runs the guard on the backend's device: the same actions and
+    observations give the CPU's guarded actions, and a realtime loop on the accelerator guards its ticks."""
+    from navi_common import Publisher, RepServer, Subscriber, free_tcp_endpoint
+    from navi_contracts import Action, StepRequest, topics
+    from navi_environment.planning.guard import SpeedGuard
+    from navi_environment.server import EnvironmentService, ServerConfig
+    from navi_environment.server.realtime_loop import RealtimeLoop
+
+    env = SdfDagBackend(SETTINGS, 8, scenes=[rooms])
+    obs = env.reset(seed=1).clone()
+    actions = torch.rand(8, 4, generator=torch.Generator().manual_seed(0)) * 2.0 - 1.0
+    cpu = SpeedGuard(SETTINGS, "cpu")(actions, obs)
+    accel = SpeedGuard(SETTINGS, accel_device)(actions.to(accel_device), obs.to(accel_device))
+    torch.testing.assert_close(accel.cpu(), cpu, atol=1e-5, rtol=1e-5)
+
+    backend = SdfDagBackend(SETTINGS, 2, device=accel_device, scenes=[rooms])
+    brain_pub, env_pub, rep = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    config = ServerConfig(mode="realtime", action_sub=brain_pub, guard=True)
+    with (
+        Publisher(env_pub) as publisher,
+        Subscriber(brain_pub, [topics.ACTION]) as subscription,
+        RepServer(rep, lambda request: request, accepts=(StepRequest,)) as server,
+    ):
+        service = EnvironmentService(backend, publisher, step_requests=False)
+        service.reset(0)
+        loop = RealtimeLoop(service, subscription, server, config)
+        wall = np.tile(np.array([[0.3, 0.0, 1.0, 0.0]], np.float32), (2, 1))
+        loop.on_message(Action(
+            env_ids=np.arange(2, dtype=np.int32), actions=wall, policy_id="into-the-wall",
+            step_id=service.step_id, timestamp=0.0,
+        ), service.step_id + 1)  # fmt: skip
+        collisions = 0
+        for _ in range(60):
+            loop.run_tick()
+            collisions += int((backend.info["collision"] > 0.5).sum())
+    assert collisions == 0 and (loop.stats.guarded_ticks > 0).all()
