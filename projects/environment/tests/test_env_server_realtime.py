@@ -6,6 +6,7 @@ ticks the wall clock allows, and only a few missed tick slots. Every receive has
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
 from navi_common import Publisher, RemoteError, RepServer, ReqClient, Subscriber, free_tcp_endpoint
 from navi_contracts import Action, DistanceMatrix, StepRequest, StepResult, TelemetryEvent, topics
@@ -107,7 +109,11 @@ def assert_rate_kept(server: RealtimeServer, elapsed: float) -> None:
 
 def test_the_clock_steps_every_drone_while_no_action_arrives(realtime_server: RealtimeServer) -> None:
     first_tick = realtime_server.loop.service.step_id + 1
-    elapsed = run_for(realtime_server, RUN_S)
+    with capture_logs() as logs:
+        elapsed = run_for(realtime_server, RUN_S)
+    stopped = [entry for entry in logs if entry["event"] == "environment.server.realtime_stopped"]
+    assert len(stopped) == 1 and names.MEAN_ACTION_AGE_TICKS not in stopped[0]  # no age yet: not NaN
+    json.dumps(stopped[0], allow_nan=False)
     assert_rate_kept(realtime_server, elapsed)
     stats = realtime_server.loop.stats
     assert stats.fallback_ticks.tolist() == stats.ticks.tolist()  # not one tick had an action

@@ -102,7 +102,7 @@ class RealtimeLoop:
                 self.publish_stats()
                 next_stats = self.clock() + self.config.stats_interval_s
         self.publish_stats()
-        log.info("environment.server.realtime_stopped", **self.stats.snapshot())
+        log.info("environment.server.realtime_stopped", **self.finite_stats())
         return self.stats
 
     def run_tick(self) -> int:
@@ -144,12 +144,17 @@ class RealtimeLoop:
         except ValueError as error:
             log.warning("environment.server.action_rejected", reason=str(error), current=next_tick - 1)
 
+    def finite_stats(self) -> dict[str, float]:
+        """The counters without the ones not defined yet (ages before any action: NaN), so the
+        telemetry event and the JSON log line stay valid JSON."""
+        return {name: value for name, value in self.stats.snapshot().items() if math.isfinite(value)}
+
     def publish_stats(self) -> None:
         """Publish the counters as an ``environment.realtime.stats`` event (finite values only)."""
         publisher = self.service.publisher
         if publisher is None:
             return
-        payload = {name: value for name, value in self.stats.snapshot().items() if math.isfinite(value)}
+        payload = self.finite_stats()
         event = TelemetryEvent(
             event_type=telemetry_names.ENVIRONMENT_REALTIME_STATS, source="environment",
             step_id=self.service.step_id, payload=payload, timestamp=time.time(),
