@@ -9,7 +9,7 @@ from surfaces closer than the drone radius plus a margin.
 Two users, one rule: the frontier planner's path follower (:mod:`navi_environment.planning.follow`)
 guards its own velocity commands, and the real-time server (``navi-environment serve --mode realtime
 --guard``) guards every action it executes at the control rate, with the observation of the tick
-before, however old the plan behind that action is (docs/service.md, "Collision guard").
+before, however old the plan behind that action is (docs/environment_server.md, "Guard").
 """
 
 from __future__ import annotations
