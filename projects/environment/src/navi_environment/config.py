@@ -2,7 +2,7 @@
 
 Groups follow the runtime's concerns: ``sensor`` (what a drone sees), ``tracer`` (how rays are
 marched), ``scene`` (runtime structure and memory), ``physics`` (kinematics and collisions),
-``reward`` (the nine term weights), ``episode`` (lifecycle) and ``compile`` (owned by the compiler).
+``reward`` (the ten term weights), ``episode`` (lifecycle) and ``compile`` (owned by the compiler).
 Every value a hot path needs is derived and validated here once, at start-up.
 """
 
@@ -120,7 +120,7 @@ class PhysicsSettings(BaseModel):
 
 
 class RewardSettings(BaseModel):
-    """Weights of the nine environment reward terms and the few shape parameters they need."""
+    """Weights of the ten environment reward terms and the few shape parameters they need."""
 
     model_config = _FROZEN
 
@@ -133,6 +133,11 @@ class RewardSettings(BaseModel):
     forward_structure: float = Field(default=0.02, description="Weight: structure visible ahead.")
     inspection: float = Field(default=0.05, description="Weight: close surfaces seen from a new heading.")
     collision: float = Field(default=1.0, description="Weight: impact penalty, grows with impact speed.")
+    revisit: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Weight: moving into a visit cell entered earlier in the episode (penalty; 0 = off).",
+    )
     visit_cell_m: float = Field(default=1.0, gt=0.0, description="Edge of an exploration visit cell.")
     heading_bins: int = Field(
         default=1,

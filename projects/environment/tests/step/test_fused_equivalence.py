@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from navi_environment.backend import INFO_KEYS, SdfDagBackend
-from navi_environment.config import EnvironmentSettings, EpisodeSettings, SensorSettings
+from navi_environment.config import EnvironmentSettings, EpisodeSettings, RewardSettings, SensorSettings
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 from navi_environment.runtime.atlas import pack_scenes
 from navi_environment.step import fused_kernels
 from navi_environment.step.episodes import EpisodeTracker
 from navi_environment.step.fused import physics_params, resolve_step_kernel, reward_params
 from navi_environment.step.physics import Kinematics, move_with_collisions
-from navi_environment.step.rewards import RewardInputs, Rewards
+from navi_environment.step.rewards import REWARD_TERMS, RewardInputs, Rewards
 from navi_environment.step.rewards.terms import VISIT_SLOTS
 from navi_environment.tracer import Tracer
 
@@ -26,7 +26,7 @@ KERNELS: Any = fused_kernels  # numba dispatchers: signatures inferred at call t
 SPEC = RoomSpec(hi=(6.0, 5.0, 3.0), pillars=((3.0, 3.0, 0.4),))
 OTHER = RoomSpec(hi=(5.0, 4.0, 3.0), thin_wall_x=2.5, thin_wall_gap=(1.0, 2.5))
 STATE = ("position", "yaw", "smoothed", "clearance", "spawn", "obs", "final_obs", "atlas_ids", "scene_index")
-MEMORY = ("visited", "headings", "best_distance", "prev_clearance", "coverage")
+MEMORY = ("visited", "headings", "best_distance", "prev_clearance", "coverage", "prev_slot")
 COUNTERS = ("length", "episode_return", "episodes_in_scene")
 
 
@@ -37,7 +37,9 @@ def rooms():  # type: ignore[no-untyped-def]
 
 def settings_for(step_kernel: str, **episode: int) -> EnvironmentSettings:
     base = EnvironmentSettings(
-        sensor=SensorSettings(azimuth_bins=32, elevation_bins=8), episode=EpisodeSettings(**episode)
+        sensor=SensorSettings(azimuth_bins=32, elevation_bins=8),
+        episode=EpisodeSettings(**episode),
+        reward=RewardSettings(revisit=0.5),  # every term on, off-default ones too
     )
     return base.model_copy(update={"physics": base.physics.model_copy(update={"step_kernel": step_kernel})})
 
@@ -187,7 +189,7 @@ def test_sweep_kernel_matches_move_with_collisions(rooms) -> None:  # type: igno
 
 
 def test_reward_kernel_matches_rewards_compute() -> None:
-    """Hand-built inputs with partly filled memory: the nine terms, the reward and the memory."""
+    """Hand-built inputs with partly filled memory: the ten terms, the reward and the memory."""
     settings = settings_for("numba")
     B, Az, El, H = 16, 16, 4, settings.sensor.horizon_m
     gen = torch.Generator().manual_seed(5)
@@ -201,6 +203,11 @@ def test_reward_kernel_matches_rewards_compute() -> None:
     obs[:, 0] = torch.where(obs[:, 2] > 0, obs[:, 0], 1.0)
     position = (torch.rand(B, 3, generator=gen) * 2.0 - 1.0) * 40.0  # negative cells hash too
     yaw = (torch.rand(B, generator=gen) * 2.0 - 1.0) * 4.0
+    # revisits: half the drones come from another visited cell, a quarter stay in a visited cell
+    slots = oracle.slots(position)
+    oracle.visited[torch.arange(B // 2), slots[: B // 2]] = True
+    oracle.prev_slot[: B // 4] = slots[: B // 4]
+    oracle.prev_slot[B // 4 : B // 2] = (slots[B // 4 : B // 2] + 1) % VISIT_SLOTS
     nearest = obs[:, 0].reshape(B, -1).amin(dim=1)
     forward = torch.tensor([0, 1, 2, 3, 4, 60, 61, 62, 63])
     inputs = RewardInputs(
@@ -210,18 +217,20 @@ def test_reward_kernel_matches_rewards_compute() -> None:
     )  # fmt: skip
     memory = {name: getattr(oracle, name).clone() for name in MEMORY}
     want_reward, want_terms, _ = oracle.compute(inputs)
-    terms, reward = np.zeros((15, B), np.float32), np.zeros(B, np.float32)
+    terms, reward = np.zeros((16, B), np.float32), np.zeros(B, np.float32)
     KERNELS.reward_terms(
         obs.numpy().reshape(B, 3, -1), forward.numpy(), nearest.numpy(), inputs.hit_share.numpy(),
         position.numpy(), yaw.numpy(), inputs.spawn.numpy(), inputs.collided.numpy(),
         inputs.impact_speed.numpy(), *(memory[name].numpy() for name in MEMORY),
         oracle.weights.numpy(), reward_params(settings), terms, reward,
     )  # fmt: skip
-    _close(torch.from_numpy(terms[:9]), want_terms, "terms", atol=1e-6)
+    _close(torch.from_numpy(terms[:10]), want_terms, "terms", atol=1e-6)
     _close(torch.from_numpy(reward), want_reward, "reward", atol=1e-6)
     for name in MEMORY:
         _close(memory[name], getattr(oracle, name), name, atol=1e-6)
     assert want_terms[0].abs().sum() > 0 and want_terms[8].abs().sum() > 0  # novelty and collisions seen
+    revisits = want_terms[REWARD_TERMS.index("revisit")]
+    assert (revisits[B // 4 : B // 2] < 0).all() and (revisits[: B // 4] == 0).all()
 
 
 def test_episode_kernel_matches_episode_tracker() -> None:

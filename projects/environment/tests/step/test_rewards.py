@@ -1,4 +1,4 @@
-"""Each of the nine reward terms on hand-built observations."""
+"""Each of the ten reward terms on hand-built observations."""
 
 from __future__ import annotations
 
@@ -187,3 +187,26 @@ def test_collision_penalty_grows_with_impact_speed() -> None:
     assert float(penalty[0]) == 0.0
     assert math.isclose(float(penalty[1]), -(0.5 + 1.0 / 5.0), rel_tol=1e-6)
     assert math.isclose(float(penalty[2]), -(0.5 + 1.0), rel_tol=1e-6)
+
+
+def test_revisit_charges_moving_back_into_a_visited_cell_not_staying() -> None:
+    """There and back: only the step into the cell seen before is charged, once per re-entry."""
+    rewards = fresh()
+    obs = obs_with(20.0)
+    path = [(0.5, 0.5), (0.7, 0.5), (1.5, 0.5), (1.6, 0.5), (0.5, 0.5), (0.4, 0.5), (1.5, 0.5), (2.5, 0.5)]
+    charged = [
+        float(term(rewards.compute(inputs(obs, position=torch.tensor([[x, y, 1.0]])))[1], "revisit"))
+        for x, y in path
+    ]
+    assert charged == [0.0, 0.0, 0.0, 0.0, -1.0, 0.0, -1.0, 0.0]
+    rewards.reset_rows(torch.tensor([0]), torch.tensor([2.0]))
+    back = rewards.compute(inputs(obs, position=torch.tensor([[0.5, 0.5, 1.0]])))[1]
+    assert float(term(back, "revisit")) == 0.0  # a new episode remembers nothing
+
+
+def test_revisit_is_off_by_default() -> None:
+    rewards = fresh(RewardSettings())
+    obs = obs_with(20.0)
+    for x in (0.5, 1.5, 0.5):
+        _, terms, _ = rewards.compute(inputs(obs, position=torch.tensor([[x, 0.5, 1.0]])))
+    assert float(term(terms, "revisit")) == 0.0

@@ -4,7 +4,7 @@ Which runs when (``physics.step_kernel``, ``auto`` by default; the choice is
 :func:`navi_environment.step.fused.resolve_step_kernel`):
 
 * The torch reference: :mod:`~navi_environment.step.physics` (kinematics, collision sweep and
-  slide), :mod:`~navi_environment.step.rewards` (the nine reward terms) and
+  slide), :mod:`~navi_environment.step.rewards` (the ten reward terms) and
   :mod:`~navi_environment.step.episodes` (counters, truncation, scene rotation). Batched tensor
   ops: the CUDA path, the CPU path when the tracer runs torch, and the oracle of the fused step.
   Episode resets always run here.

@@ -76,9 +76,9 @@ class FusedStep:
             obs, self._forward_rays, nearest.numpy(), hit_share.numpy(), position, yaw, be.spawn.numpy(),
             self._collided, self._impact, memory.visited.numpy(), memory.headings.numpy(),
             memory.best_distance.numpy(), memory.prev_clearance.numpy(), memory.coverage.numpy(),
-            memory.weights.numpy(), self.rew, ids, be.scenes.bounds.numpy(), episodes.length.numpy(),
-            episodes.episode_return.numpy(), be.scene_index.numpy(), be.reward.numpy(),
-            be.terminated.numpy(), be.truncated.numpy(), info, self._ended.numpy(),
+            memory.prev_slot.numpy(), memory.weights.numpy(), self.rew, ids, be.scenes.bounds.numpy(),
+            episodes.length.numpy(), episodes.episode_return.numpy(), be.scene_index.numpy(),
+            be.reward.numpy(), be.terminated.numpy(), be.truncated.numpy(), info, self._ended.numpy(),
         )  # fmt: skip
         return self._ended[:n]
 
@@ -115,5 +115,5 @@ def reward_params(settings: EnvironmentSettings) -> np.ndarray:
     out[k.R_MAX_STEPS] = e.max_steps
     out[k.R_GRACE] = e.starvation_grace_steps
     out[k.R_STARVATION] = e.starvation_truncate
-    assert len(REWARD_TERMS) == 9, "the kernels compute exactly the nine REWARD_TERMS"
+    assert len(REWARD_TERMS) == k.N_TERMS, "the kernels compute exactly the REWARD_TERMS"
     return out

@@ -6,7 +6,7 @@ cost as much as the trace itself. These kernels do the same work in two calls ar
 * :func:`before_trace`: forward-cone clearance from the previous observation, kinematics
   (:func:`command`) and the collision sweep with its slide (:func:`sweep`, calling the tracer's
   own ``cast_rays`` / ``query_points`` kernels, so hit rules are the sensor's).
-* :func:`after_trace`: the nine reward terms with the hashed visit memory (:func:`reward_terms`), the
+* :func:`after_trace`: the ten reward terms with the hashed visit memory (:func:`reward_terms`), the
   episode counters, the end flags, the outside check and the info rows (:func:`episode_flags`).
 
 They mirror the torch reference beside them (``physics/``, ``rewards/terms.py``,
@@ -39,8 +39,9 @@ PHYS_SIZE = 9
 (R_MIN_CLEARANCE, R_PROXIMITY, R_BAND_LOW, R_BAND_HIGH, R_INSPECTION, R_COLLISION_BASE, R_MAX_FORWARD,
  R_VISIT_CELL, R_HEADING_BINS, R_HORIZON, R_MAX_STEPS, R_GRACE, R_STARVATION) = range(13)  # fmt: skip
 REW_SIZE = 13
-# rows of the info block after the nine weighted reward terms (backend.INFO_KEYS order)
-I_COLLISION, I_SPEED, I_COVERAGE, I_RETURN, I_LENGTH, I_SCENE = 9, 10, 11, 12, 13, 14
+# rows of the info block after the ten weighted reward terms (backend.INFO_KEYS order)
+N_TERMS = 10
+I_COLLISION, I_SPEED, I_COVERAGE, I_RETURN, I_LENGTH, I_SCENE = 10, 11, 12, 13, 14, 15
 
 _TINY = np.float32(1e-9)  # the torch code's clamp(min=1e-9) before dividing by a length
 _PI = np.float32(math.pi)
@@ -247,8 +248,9 @@ def before_trace(  # type: ignore[no-untyped-def]  # noqa: PLR0917
 
 
 @_kernel
-def _visit(visited, headings, coverage, b, x, y, z, yaw, cell_m, bins):  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    """``Rewards._visit`` for drone ``b``: mark cell and heading sector; ``(new_cell, new_heading)``."""
+def _visit(visited, headings, coverage, prev_slot, b, x, y, z, yaw, cell_m, bins):  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    """``Rewards._visit`` for drone ``b``: mark cell and heading sector; ``(new_cell, new_heading,
+    revisit)``."""
     cx, cy, cz = math.floor(x / cell_m), math.floor(y / cell_m), math.floor(z / cell_m)
     slot = (cx * _H0 + cy * _H1 + cz * _H2) % VISIT_SLOTS
     sector = int(yaw % _TWO_PI / _TWO_PI * np.float32(bins))
@@ -259,7 +261,9 @@ def _visit(visited, headings, coverage, b, x, y, z, yaw, cell_m, bins):  # type:
     headings[b, slot] = seen_bits | bit
     new_cell = np.float32(0.0) if seen_cell else np.float32(1.0)
     coverage[b] += new_cell
-    return new_cell, np.float32(1.0) if (seen_bits & bit) == 0 else np.float32(0.0)
+    revisit = np.float32(1.0) if seen_cell and slot != prev_slot[b] else np.float32(0.0)
+    prev_slot[b] = slot
+    return new_cell, np.float32(1.0) if (seen_bits & bit) == 0 else np.float32(0.0), revisit
 
 
 @_kernel
@@ -281,9 +285,9 @@ def _cone_shares(obs, b, forward_rays, rew):  # type: ignore[no-untyped-def]
 @_kernel
 def reward_terms(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     obs, forward_rays, nearest, hit_share, position, yaw, spawn, collided, impact_speed,
-    visited, headings, best_distance, prev_clearance, coverage, weights, rew, terms, reward,
+    visited, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew, terms, reward,
 ):  # fmt: skip
-    """``Rewards.compute``: weighted ``terms [>=9,B]`` (rows 0-8), ``reward [B]``, memory in place.
+    """``Rewards.compute``: weighted ``terms [>=10,B]`` (rows 0-9), ``reward [B]``, memory in place.
 
     ``nearest`` is the tracer's normalised nearest depth (``nearest_m = nearest * horizon``).
     """
@@ -292,13 +296,14 @@ def reward_terms(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     prox = np.float32(rew[R_PROXIMITY])
     band_low, band_high = np.float32(rew[R_BAND_LOW]), np.float32(rew[R_BAND_HIGH])
     cell_m, bins = np.float32(rew[R_VISIT_CELL]), int(rew[R_HEADING_BINS])
-    value = np.empty(9, np.float32)
+    value = np.empty(N_TERMS, np.float32)
     for b in range(position.shape[0]):
         clear = nearest[b] * h
-        new_cell, new_heading = _visit(
+        new_cell, new_heading, revisit = _visit(
             visited,
             headings,
             coverage,
+            prev_slot,
             b,
             position[b, 0],
             position[b, 1],
@@ -329,8 +334,9 @@ def reward_terms(  # type: ignore[no-untyped-def]  # noqa: PLR0917
         value[8] = (
             -(np.float32(rew[R_COLLISION_BASE]) + impact_speed[b] / np.float32(rew[R_MAX_FORWARD])) * hit
         )
+        value[9] = -revisit
         total = zero
-        for i in range(9):
+        for i in range(N_TERMS):
             terms[i, b] = value[i] * weights[i]
             total = total + terms[i, b]
         reward[b] = total
@@ -364,15 +370,15 @@ def episode_flags(  # type: ignore[no-untyped-def]  # noqa: PLR0917
 @_kernel
 def after_trace(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     obs, forward_rays, nearest, hit_share, position, yaw, spawn, collided, impact_speed,
-    visited, headings, best_distance, prev_clearance, coverage, weights, rew,
+    visited, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew,
     ids, bounds, length, episode_return, scene_index, reward, terminated, truncated, info, ended,
 ):  # fmt: skip
     """Everything a step does after the trace: reward, memory, counters, flags and the info block
-    ``info [15,B]`` (``backend.INFO_KEYS`` order; the speed row is already written). Returns the
+    ``info [16,B]`` (``backend.INFO_KEYS`` order; the speed row is already written). Returns the
     number of rows that ended (``ended[:n]``)."""
     reward_terms(
         obs, forward_rays, nearest, hit_share, position, yaw, spawn, collided, impact_speed,
-        visited, headings, best_distance, prev_clearance, coverage, weights, rew, info, reward,
+        visited, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew, info, reward,
     )  # fmt: skip
     n = episode_flags(
         reward, hit_share, position, ids, bounds, length, episode_return, rew, terminated, truncated, ended

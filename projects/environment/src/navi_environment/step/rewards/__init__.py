@@ -1,4 +1,4 @@
-"""The nine environment reward terms, batched."""
+"""The ten environment reward terms, batched."""
 
 from navi_environment.step.rewards.terms import REWARD_TERMS, RewardInputs, Rewards
 

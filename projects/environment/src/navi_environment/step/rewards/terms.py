@@ -1,4 +1,4 @@
-"""Environment reward: nine batched terms, each reported separately and weighted by a setting.
+"""Environment reward: ten batched terms, each reported separately and weighted by a setting.
 
 Every term is a [B] tensor computed from the observation the drone actually gets after its move,
 plus a little per-drone memory (visit cells, headings per cell, best distance from spawn, previous
@@ -21,6 +21,10 @@ Terms (unweighted forms):
 * inspection: share of the forward cone hitting closer than inspection_range_m, when the
   heading is new in this cell (looking at nearby structure from a new side).
 * collision: ``-(collision_base + impact_speed / max_forward_mps)`` on a collision.
+* revisit: ``-1`` when the drone moves into a visit cell it has been in earlier in the episode
+  (weight 0 by default). It charges flying back over known ground by where the drone has been, not
+  by what it sees: the actor's embedding loop penalty cannot tell a revisit from a place that looks
+  like one (docs/experiments/2026-11-warm-start-and-symmetry.md). Staying in one cell is not charged.
 
 Every positive term pays for *novelty* (a new cell, a new heading in a cell, a new farthest
 distance) and the penalties are dense. A drone that hovers or circles therefore earns nothing but
@@ -32,7 +36,9 @@ next to entering a cell: with heading novelty at 0.25 and inspection at 0.2, a f
 more than two new cells, and PPO learned to circle slowly through the rooms collecting sectors.
 
 Visit memory is a per-drone hashed table (``VISIT_SLOTS`` cells): hash collisions can only make a
-cell look visited early, never pay twice for one cell.
+cell look visited early, never pay twice for one cell. The revisit term compares slots too (the
+slot of the previous step's cell, -1 after a reset), so a move between two cells that share a slot
+reads as staying.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ REWARD_TERMS = (
     "forward_structure",
     "inspection",
     "collision",
+    "revisit",
 )
 VISIT_SLOTS = 4096
 HEADING_NOVELTY = 0.05
@@ -107,6 +114,7 @@ class Rewards:
         self.best_distance = torch.zeros(num_actors, device=device)
         self.prev_clearance = torch.zeros(num_actors, device=device)
         self.coverage = torch.zeros(num_actors, device=device)
+        self.prev_slot = torch.full((num_actors,), -1, dtype=torch.int64, device=device)
         self._rows = torch.arange(num_actors, device=device)
         self._hash = torch.tensor(_HASH, device=device, dtype=torch.int64)
 
@@ -117,19 +125,20 @@ class Rewards:
         self.best_distance[rows] = 0.0
         self.prev_clearance[rows] = clearance
         self.coverage[rows] = 0.0
+        self.prev_slot[rows] = -1
 
     def compute(self, inputs: RewardInputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Compute the reward and update the memory.
 
         Returns:
-            ``(reward [B], weighted terms [9,B] in REWARD_TERMS order, clearance [B] metres)``.
+            ``(reward [B], weighted terms [10,B] in REWARD_TERMS order, clearance [B] metres)``.
         """
         s = self.settings
         B = inputs.obs.shape[0]
         clearance = inputs.nearest_m
         # [B, R] -> [B, F]: only the forward cone is read; misses read as the horizon
         ahead_m = inputs.obs[:, 0].reshape(B, -1)[:, inputs.forward_rays] * inputs.horizon
-        new_cell, new_heading = self._visit(inputs.position, inputs.yaw)
+        new_cell, new_heading, revisit = self._visit(inputs.position, inputs.yaw)
         frontier = (ahead_m >= 0.5 * inputs.horizon).float().mean(dim=1)
         gate = (clearance >= s.min_clearance_m).float()
         exploration = gate * (new_cell * (1.0 + 0.25 * frontier) + HEADING_NOVELTY * new_heading)
@@ -149,14 +158,23 @@ class Rewards:
         collision = -(s.collision_base + inputs.impact_speed / self.max_forward) * inputs.collided.float()
         terms = torch.stack(
             [exploration, progress, clearance_delta, starvation, proximity, band, forward_structure,
-             inspection, collision],
+             inspection, collision, -revisit],
         ) * self.weights[:, None]  # fmt: skip
         return terms.sum(dim=0), terms, clearance
 
-    def _visit(self, position: torch.Tensor, yaw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mark the current cell and heading sector visited; return (new_cell, new_heading) as 0/1 floats."""
+    def slots(self, position: torch.Tensor) -> torch.Tensor:
+        """Visit-table slot (long [B]) of the cell holding each of ``position [B,3]``."""
         cell = torch.floor(position / self.settings.visit_cell_m).long()
-        slot = ((cell * self._hash).sum(dim=1)) % VISIT_SLOTS
+        return ((cell * self._hash).sum(dim=1)) % VISIT_SLOTS
+
+    def _visit(
+        self, position: torch.Tensor, yaw: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Mark the current cell and heading sector visited.
+
+        Returns (new_cell, new_heading, revisit) as 0/1 floats; revisit: moved into a cell seen before.
+        """
+        slot = self.slots(position)
         sector = (torch.remainder(yaw, 2 * torch.pi) / (2 * torch.pi) * self.settings.heading_bins).long()
         bit = torch.bitwise_left_shift(
             torch.ones_like(sector), sector.clamp(0, self.settings.heading_bins - 1)
@@ -167,4 +185,6 @@ class Rewards:
         self.visited[self._rows, slot] = True
         self.headings[self._rows, slot] = seen_bits | bit
         self.coverage += (~seen_cell).float()
-        return (~seen_cell).float(), new_heading.float()
+        revisit = seen_cell & (slot != self.prev_slot)
+        self.prev_slot.copy_(slot)
+        return (~seen_cell).float(), new_heading.float(), revisit.float()
