@@ -7,6 +7,7 @@ due (about once per ``stats_seconds``), so a step costs a few tensor adds and a 
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -126,7 +127,8 @@ class ActingTelemetry:
             The payload (names from :mod:`navi_contracts.telemetry_names`): steps, sps (this
             window), drone_steps, episodes, episode_return (mean of the episodes ended in this
             window), episode_length (likewise; NaN when the caller does not know lengths),
-            latency_p50_ms, latency_p99_ms and the named counters.
+            latency_p50_ms, latency_p99_ms and the named counters. The log line leaves out what
+            is NaN (no episode ended in the window, no step yet): a figure nobody knows yet.
         """
         now = self._clock() if now is None else now
         ended, return_sum, length_sum = self._ended.tolist()  # the one host read per stats period
@@ -147,7 +149,8 @@ class ActingTelemetry:
         }
         self._window_start, self._window_steps = now, 0
         self.event(names.STATS, step_id, payload)
-        log.info(f"{self.prefix}.stats", step_id=step_id, **{k: round(v, 3) for k, v in payload.items()})
+        known = {key: round(value, 3) for key, value in payload.items() if not math.isnan(value)}
+        log.info(f"{self.prefix}.stats", step_id=step_id, **known)  # a person reads no "nan"
         return payload
 
     def event(self, name: str, step_id: int, payload: dict[str, float]) -> None:
