@@ -88,7 +88,7 @@ def minibatch_flops(runner: OnPolicyRunner) -> int:
     batch = next(runner.storage.sequence_minibatches(runner.settings.ppo.num_minibatches))
     with FlopCounterMode(display=False) as counter:
         evaluation = runner.policy.evaluate_sequences(
-            batch.obs, batch.actions, batch.state0, batch.episode_starts
+            batch.obs, batch.actions, batch.state0, batch.episode_starts, loop_scores=batch.loop_scores
         )
         loss = -(evaluation.log_prob * batch.advantages).mean() + evaluation.value.square().mean()
         loss = loss - evaluation.entropy.mean()

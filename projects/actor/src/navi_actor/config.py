@@ -239,6 +239,11 @@ class ActorSettings(NaviSettings):
                 f"num_actors) cannot be split into ppo.num_minibatches={ppo.num_minibatches}"
             )
         policy = self.policy_config()  # validates the selector overrides with the policy's own rules
+        if policy.memory_input and self.train.backend == "ray":
+            raise ValueError(
+                "policy.memory_input is not supported with train.backend=ray yet (rollout fragments do "
+                "not carry the loop scores); train with the local backend"
+            )
         if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
             raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")
         if ppo.final_log_std_max is not None and (
@@ -266,5 +271,7 @@ class ActorSettings(NaviSettings):
             update["temporal_core"] = self.temporal_core
         if observation_shape is not None:
             update["azimuth"], update["elevation"] = int(observation_shape[1]), int(observation_shape[2])
+        if self.policy.memory_input:  # one memory setting: the shaper's loop penalty reads the same memory
+            update["memory"] = self.shaping.memory.model_dump()
         merged = self.policy.model_dump() | update
         return PolicyConfig.model_validate(merged)

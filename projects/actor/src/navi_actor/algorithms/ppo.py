@@ -252,6 +252,7 @@ class PPOLearner:
                 mirror_action(storage.actions),
                 storage.sequence_states[0],
                 storage.episode_starts,
+                loop_scores=storage.loop_scores,  # a mirrored flight revisits the same places
             )
         return mirror_action(mirrored.action_mean)
 
@@ -316,7 +317,9 @@ class PPOLearner:
             # open-loop rollouts: each action's log-probability under the chunk entry it was drawn from
             # (only then: checking the lags costs a host sync per minibatch)
             lagged = cfg.open_loop_fraction > 0.0 and batch.lags is not None
-            evaluation = self.evaluate(*args, batch.lags) if lagged else self.evaluate(*args)
+            evaluation = self.evaluate(
+                *args, batch.lags if lagged else None, loop_scores=batch.loop_scores
+            )
             log_probs = evaluation.log_prob.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
                 log_probs, old_log_probs, advantages, cfg.clip_range
@@ -368,7 +371,7 @@ class PPOLearner:
             return torch.zeros((), device=log_probs.device)
         with torch.no_grad():
             reference = self.reference_policy.evaluate_sequences(
-                batch.obs, batch.actions, batch.state0, batch.episode_starts
+                batch.obs, batch.actions, batch.state0, batch.episode_starts, loop_scores=batch.loop_scores
             )
         return kl_to_reference(log_probs, reference.log_prob.reshape(-1))
 

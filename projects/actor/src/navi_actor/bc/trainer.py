@@ -89,11 +89,23 @@ def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) 
     total, count = torch.zeros((), device=device), 0
     with torch.no_grad():
         for obs, actions, resets in _windows(data, index, starts, length, device):
-            out = policy.evaluate_sequences(obs, raw_action(actions, policy.action_squash), state, resets)
+            out = policy.evaluate_sequences(
+                obs, raw_action(actions, policy.action_squash), state, resets, loop_scores=_no_loops(resets)
+            )
             state = out.final_state
             total += (policy.physics_action(out.action_mean) - actions).square().sum()
             count += actions.numel()
     return float(total) / max(count, 1)
+
+
+def _no_loops(resets: torch.Tensor) -> torch.Tensor:
+    """Loop scores of 0 for a demonstration window ``[T, B]``.
+
+    Why: cloning teaches how to react to a view; whether a view is a revisit is learned by PPO, whose
+    memory input starts as a zero projection (``policy.memory_input``), so a cloned policy acts the
+    same with or without its memory until PPO trains that projection.
+    """
+    return torch.zeros(resets.shape, device=resets.device)
 
 
 def baseline_mse(train: DemoData, holdout: DemoData) -> float:
@@ -131,7 +143,7 @@ def train_bc(
         policy.train()
         for obs, actions, resets in _windows(train, index, starts, config.sequence_length, device):
             targets = raw_action(actions, policy.action_squash)
-            out = policy.evaluate_sequences(obs, targets, state, resets)
+            out = policy.evaluate_sequences(obs, targets, state, resets, loop_scores=_no_loops(resets))
             state = out.final_state.detach()  # truncated BPTT: carry the state, cut the graph
             loss = -out.log_prob.mean()
             if out.later_means is not None:

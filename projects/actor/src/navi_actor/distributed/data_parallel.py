@@ -97,8 +97,8 @@ class SequenceEvaluator(nn.Module):
         super().__init__()
         self.policy = policy
 
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.policy.evaluate_sequences(*args)  # type: ignore[operator]
+    def forward(self, *args: torch.Tensor, **kwargs: torch.Tensor) -> Any:
+        return self.policy.evaluate_sequences(*args, **kwargs)  # type: ignore[operator]
 
 
 def _device_ids(device: torch.device) -> list[int] | None:

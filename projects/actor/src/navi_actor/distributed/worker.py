@@ -117,7 +117,13 @@ class RolloutWorker:
         seed = settings.train.seed + 1_000_003 * (self.worker_index + 1) + step_id
         fraction = settings.ppo.open_loop_fraction if self.policy.actor.chunk is not None else 0.0
         self.collector = RolloutCollector(
-            env, self.policy, storage, shaping=self.shaping.reward, seed=seed, open_loop_fraction=fraction
+            env,
+            self.policy,
+            storage,
+            shaping=self.shaping.reward,
+            seed=seed,
+            open_loop_fraction=fraction,
+            memory=self.shaping.memory,
         )
 
     def _load(self, bundle: WeightsBundle) -> None:

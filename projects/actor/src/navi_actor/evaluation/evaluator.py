@@ -263,6 +263,8 @@ def evaluate_policy(
     state = policy.initial_state(B, device)
     episode_start = torch.ones(B, dtype=torch.bool, device=device)
     uses_pose = bool(getattr(policy, "uses_pose", False))
+    new_memory = getattr(policy, "new_memory", None)  # a policy reading its episodic memory (memory_input)
+    memory = new_memory(B, device) if new_memory is not None else None
     zeros = torch.zeros(B, device=device)
     squash = str(getattr(policy, "action_squash", "clip"))
     steps = 0
@@ -272,6 +274,8 @@ def evaluate_policy(
                 f"the plan of {plan.size} episodes did not finish in {max_env_steps} drone-steps"
             )
         extra: dict[str, Any] = {"pose": env.poses()} if uses_pose else {}
+        if memory is not None:
+            extra["memory"] = memory
         acted = policy.act(obs, state, episode_start, deterministic=deterministic, **extra)
         action = physics_action(acted.action, squash)
         step = env.step(action)

@@ -39,6 +39,7 @@ class PolicyStepper:
         self.num_actors = num_actors
         self.state = policy.initial_state(num_actors, self.device)
         self.episode_start = torch.ones(num_actors, dtype=torch.bool, device=self.device)
+        self.memory = policy.new_memory(num_actors, self.device)  # None unless policy.memory_input
 
     def reset(self, num_actors: int | None = None) -> None:
         """Forget every drone's memory (a new batch of episodes, possibly of another size B).
@@ -51,7 +52,7 @@ class PolicyStepper:
                 raise ValueError(f"num_actors must be >= 1, got {num_actors}")
             self.num_actors = num_actors
             self.state = self.policy.initial_state(num_actors, self.device)
-            self.episode_start = torch.ones(num_actors, dtype=torch.bool, device=self.device)
+            self.memory = self.policy.new_memory(num_actors, self.device)
         # a new tensor, not fill_: tensors made under inference_mode cannot be written outside it
         self.episode_start = torch.ones(self.num_actors, dtype=torch.bool, device=self.device)
 
@@ -60,7 +61,11 @@ class PolicyStepper:
         if obs.shape[0] != self.num_actors:
             raise ValueError(f"observation batch {obs.shape[0]} does not match {self.num_actors} drones")
         acted = self.policy.act(
-            obs.to(self.device), self.state, self.episode_start, deterministic=self.deterministic
+            obs.to(self.device),
+            self.state,
+            self.episode_start,
+            deterministic=self.deterministic,
+            memory=self.memory,
         )
         self.state = acted.state
         self.episode_start = torch.zeros_like(self.episode_start)

@@ -91,6 +91,21 @@ class EpisodicMemory:
         return nnf.normalize(embedding, dim=-1)
 
     @torch.no_grad()
+    def peek(self, embedding: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
+        """The loop score :meth:`observe` would give ``embedding [B, D]``, changing nothing.
+
+        Why: a bootstrap value of a policy that reads its memory (``policy.memory_input``) needs the
+        score of an observation that the next :meth:`observe` will score and remember (or of a
+        truncated episode's last observation, never acted on); scoring it there must not write it
+        twice or move the centre. Rows starting a new episode score 0 (their memory is cleared).
+        """
+        embedding = embedding.detach().to(self.entries.dtype)
+        if self.cfg.center_momentum > 0 and self._center_ready:
+            embedding = embedding - self.center
+        score = self.query(nnf.normalize(embedding, dim=-1))
+        return torch.where(episode_start.bool(), 0.0, score)
+
+    @torch.no_grad()
     def observe(self, embedding: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
         """Clear new episodes, score the step against memory, then remember it.
 

@@ -47,14 +47,17 @@ def measure_policy(cfg: PolicyConfig, batch: int, horizon: int, repeats: int) ->
     obs = torch.rand(batch, cfg.in_channels, cfg.azimuth, cfg.elevation)
     state = policy.initial_state(batch)
     starts = torch.zeros(batch, dtype=torch.bool)
-    act_ms, act_cpu_ms = _median_ms(lambda: policy.act(obs, state, starts), repeats * 5)
+    memory = policy.new_memory(batch)  # None unless memory_input
+    act_ms, act_cpu_ms = _median_ms(lambda: policy.act(obs, state, starts, memory=memory), repeats * 5)
     window = torch.rand(horizon, batch, cfg.in_channels, cfg.azimuth, cfg.elevation)
     actions = torch.randn(horizon, batch, cfg.action_dim)
     window_starts = torch.zeros(horizon, batch, dtype=torch.bool)
     window_starts[horizon // 2, 0] = True
 
     def learn() -> None:
-        evaluation = policy.evaluate_sequences(window, actions, state, window_starts)
+        evaluation = policy.evaluate_sequences(
+            window, actions, state, window_starts, loop_scores=torch.rand(horizon, batch)
+        )
         (evaluation.log_prob.mean() + evaluation.value.square().mean()).backward()
 
     learn_ms, learn_cpu_ms = _median_ms(learn, repeats)

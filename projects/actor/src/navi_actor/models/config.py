@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from navi_actor.memory.config import EpisodicMemoryConfig
+
 EncoderBackend = Literal["rayvit", "spherical_cnn"]
 TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
 InputTransform = Literal["none", "sqrt_depth", "log_depth"]
@@ -81,6 +83,17 @@ class PolicyConfig(BaseModel):
         description="How a raw Gaussian action becomes the physics action in [-1, 1]: clip (clamp; a "
         "mean beyond the range costs nothing) or tanh (squash, with the change-of-variables "
         "log-probability; the deployed action is tanh(mean)).",
+    )
+    memory_input: bool = Field(
+        default=False,
+        description="Feed the episodic memory's loop score of each observation (how much it looks like "
+        "a place seen earlier this episode) into the temporal core, so the policy can tell a new place "
+        "from a revisit; off: the memory only feeds the shaper's loop penalty.",
+    )
+    memory: EpisodicMemoryConfig = Field(
+        default_factory=EpisodicMemoryConfig,
+        description="The episodic memory the policy reads when memory_input is on (the trainer copies "
+        "shaping.memory here, so the checkpoint carries the memory it was trained with).",
     )
     value_head_init: Literal["orthogonal", "zero"] = Field(
         default="orthogonal", description="Critic output layer initialisation (zero: V = 0 everywhere)."

@@ -5,6 +5,12 @@ Acting (:meth:`NaviPolicy.act`, one step, O(1) state) and learning
 function: stepping ``act`` T times gives the log-probabilities that ``evaluate_sequences`` returns,
 so PPO ratios are exactly 1 before the first gradient step.
 
+With ``memory_input`` the episodic memory's loop score of each observation (how much it resembles a
+place seen earlier in the episode, :mod:`navi_actor.memory.episodic`) is added to the embedding
+through a zero-initialised projection before the temporal core: acting passes the drones' memory to
+:meth:`NaviPolicy.act`, which scores and remembers each observation once; learning replays the
+scores stored at acting time (``loop_scores``), as it replays the recurrent state.
+
 Actions are raw Gaussian samples; :meth:`NaviPolicy.physics_action` turns them into what physics
 executes for the configured ``action_squash`` (clip or tanh, :mod:`navi_actor.models.heads`), and the
 log-probabilities are those of that executed action.
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from navi_actor.memory.episodic import EpisodicMemory
 from navi_actor.models.config import PolicyConfig
 from navi_actor.models.cores import build_core
 from navi_actor.models.encoders import build_encoder
@@ -46,6 +53,7 @@ class ActOutput:
     #: None if H = 1
     action_chunk: torch.Tensor | None = None
     action_log_std: torch.Tensor | None = None  #: [B, A] the Gaussian's log-std (open-loop rollouts)
+    loop_score: torch.Tensor | None = None  #: [B] episodic loop score fed to the core (memory_input)
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,11 @@ class NaviPolicy(nn.Module):
             chunk_mode=cfg.action_chunk_mode,
         )
         self.critic = ValueHead(cfg.embed_dim, zero_init=cfg.value_head_init == "zero")
+        self.memory_projection: nn.Linear | None = None
+        if cfg.memory_input:
+            # zero at the start: a memory-reading policy begins as the same function as one without
+            self.memory_projection = nn.Linear(1, cfg.embed_dim, bias=False)
+            nn.init.zeros_(self.memory_projection.weight)
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
 
     @property
@@ -102,6 +115,26 @@ class NaviPolicy(nn.Module):
         if device is None:
             device = next(self.parameters()).device
         return torch.zeros(batch_size, self.state_size, device=device)
+
+    def new_memory(self, batch_size: int, device: torch.device | str | None = None) -> EpisodicMemory | None:
+        """Empty episodic memory of ``batch_size`` drones for :meth:`act` (None without memory_input)."""
+        if not self.cfg.memory_input:
+            return None
+        if device is None:
+            device = next(self.parameters()).device
+        return EpisodicMemory(self.cfg.memory, batch_size, self.cfg.embed_dim, device)
+
+    def _with_memory(self, embedding: torch.Tensor, loop_score: torch.Tensor | None) -> torch.Tensor:
+        """The core input: ``embedding [..., D]`` plus the projected ``loop_score [...]`` (memory_input)."""
+        if self.memory_projection is None:
+            return embedding
+        if loop_score is None:
+            raise ValueError(
+                "this policy reads its episodic memory (policy.memory_input): pass memory= to act "
+                "(policy.new_memory) and loop_scores= to evaluate_sequences"
+            )
+        self._check_shape("loop scores", loop_score, tuple(embedding.shape[:-1]))
+        return embedding + self.memory_projection(loop_score.to(embedding.dtype).unsqueeze(-1))
 
     def _check_obs(self, obs: torch.Tensor, leading: int) -> None:
         if obs.dim() != leading + 3 or tuple(obs.shape[leading:]) != self._obs_shape:
@@ -126,6 +159,7 @@ class NaviPolicy(nn.Module):
         state: torch.Tensor,
         episode_start: torch.Tensor,
         deterministic: bool = False,
+        memory: EpisodicMemory | None = None,
     ) -> ActOutput:
         """Choose actions for one step (no gradients).
 
@@ -134,6 +168,8 @@ class NaviPolicy(nn.Module):
             state: ``[B, S]`` recurrent state from the previous step.
             episode_start: ``[B]`` bool; True rows start a new episode (state zeroed first).
             deterministic: Return the Gaussian mean instead of a sample.
+            memory: the drones' episodic memory (:meth:`new_memory`), required with memory_input:
+                this step's observation is scored against it and then remembered.
 
         Returns:
             :class:`ActOutput` with raw actions (:meth:`physics_action` maps them for physics).
@@ -143,7 +179,10 @@ class NaviPolicy(nn.Module):
         self._check_shape("state", state, (batch, self.state_size))
         self._check_shape("episode_start", episode_start, (batch,))
         state = state * (~episode_start.bool()).to(state.dtype)[:, None]
-        features, new_state = self.core.step(embedding, state)
+        loop_score = None
+        if self.cfg.memory_input and memory is not None:
+            loop_score = memory.observe(embedding, episode_start)
+        features, new_state = self.core.step(self._with_memory(embedding, loop_score), state)
         mean, log_std = self.actor(features)
         action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
         later = self.actor.later_means(features, mean)
@@ -156,6 +195,7 @@ class NaviPolicy(nn.Module):
             action_mean=mean,
             action_chunk=None if later is None else torch.cat([mean[:, None], later], dim=1),
             action_log_std=log_std,
+            loop_score=loop_score,
         )
 
     def evaluate_sequences(
@@ -165,6 +205,8 @@ class NaviPolicy(nn.Module):
         state0: torch.Tensor,
         episode_starts: torch.Tensor,
         lags: torch.Tensor | None = None,
+        *,
+        loop_scores: torch.Tensor | None = None,
     ) -> SequenceEval:
         """Re-evaluate a rollout window from the state stored at its start (with gradients).
 
@@ -175,6 +217,8 @@ class NaviPolicy(nn.Module):
             episode_starts: ``[T, B]`` bool; True where the state is zeroed before that step.
             lags: ``[T, B]`` long, the chunk entry each action was drawn from (open-loop rollouts,
                 :mod:`navi_actor.models.open_loop`); None or all 0: every tick's own distribution.
+            loop_scores: ``[T, B]`` episodic loop scores recorded at acting time (``ActOutput.loop_score``);
+                required with memory_input, ignored without.
 
         Returns:
             :class:`SequenceEval` with ``[T, B]`` log-probabilities, entropies and values.
@@ -187,7 +231,8 @@ class NaviPolicy(nn.Module):
         episode_starts = episode_starts.bool()
         scaled = scale_observation(obs.flatten(0, 1), self.cfg.input_transform)
         embedding = self.encoder(scaled).unflatten(0, (T, B))  # [T*B, D] -> [T, B, D]
-        features, final_state = self.core.sequence(embedding, state0, episode_starts)
+        core_input = self._with_memory(embedding, loop_scores if self.cfg.memory_input else None)
+        features, final_state = self.core.sequence(core_input, state0, episode_starts)
         mean, log_std = self.actor(features)
         later = self.actor.later_means(features, mean)
         drawn_mean, drawn_log_std = mean, log_std
@@ -208,6 +253,23 @@ class NaviPolicy(nn.Module):
         )
 
     @torch.no_grad()
-    def value(self, obs: torch.Tensor, state: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
-        """Bootstrap value ``[B]`` for ``obs [B, C, Az, El]`` after ``state [B, S]`` (no gradients)."""
-        return self.act(obs, state, episode_start, deterministic=True).value
+    def value(
+        self,
+        obs: torch.Tensor,
+        state: torch.Tensor,
+        episode_start: torch.Tensor,
+        memory: EpisodicMemory | None = None,
+    ) -> torch.Tensor:
+        """Bootstrap value ``[B]`` for ``obs [B, C, Az, El]`` after ``state [B, S]`` (no gradients).
+
+        With memory_input, ``obs`` is scored against ``memory`` without being remembered
+        (:meth:`EpisodicMemory.peek`): the step that acts on it later scores and remembers it.
+        """
+        embedding = self.encode(obs)
+        self._check_shape("state", state, (obs.shape[0], self.state_size))
+        state = state * (~episode_start.bool()).to(state.dtype)[:, None]
+        loop_score = None
+        if self.cfg.memory_input and memory is not None:
+            loop_score = memory.peek(embedding, episode_start)
+        features, _ = self.core.step(self._with_memory(embedding, loop_score), state)
+        return self.critic(features)

@@ -16,6 +16,7 @@ import torch
 
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.envs.protocol import VectorEnv, VectorStep
+from navi_actor.memory.episodic import EpisodicMemory
 from navi_actor.models import ActOutput, NaviPolicy
 from navi_actor.models.open_loop import OpenLoopSchedule
 from navi_actor.storage.rollout_storage import RolloutStorage
@@ -61,6 +62,8 @@ class RolloutCollector:
         open_loop_fraction: with a chunk head, the share of closed-loop ticks that start executing
             the chunk's later entries open loop (``ppo.open_loop_fraction``,
             :mod:`navi_actor.models.open_loop`); 0: always a fresh action.
+        memory: the drones' episodic memory for a policy with ``memory_input`` (pass the shaper's,
+            so the loop penalty and the policy read one memory; None: the policy's own new one).
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class RolloutCollector:
         seed: int | None = None,
         on_step: Callable[[torch.Tensor], None] | None = None,
         open_loop_fraction: float = 0.0,
+        memory: EpisodicMemory | None = None,
     ) -> None:
         self.env, self.policy, self.storage, self.shaping = env, policy, storage, shaping
         self.open_loop: OpenLoopSchedule | None = None
@@ -91,6 +95,7 @@ class RolloutCollector:
         self.obs = env.reset(seed).to(device).clone()
         self.state = policy.initial_state(B, device)
         self.episode_start = torch.ones(B, dtype=torch.bool, device=device)
+        self.memory = memory if memory is not None else policy.new_memory(B, device)
         self._running_return = torch.zeros(B, device=device)
         self._running_shaped = torch.zeros(B, device=device)
         self._running_length = torch.zeros(B, device=device)
@@ -117,7 +122,7 @@ class RolloutCollector:
         self.policy.eval()  # no behaviour change, but makes the intent explicit
         for t in range(T):
             with timer.stage("policy"):
-                acted = self.policy.act(self.obs, self.state, self.episode_start)
+                acted = self.policy.act(self.obs, self.state, self.episode_start, memory=self.memory)
                 action, log_prob, lag = acted.action, acted.log_prob, None
                 if self.open_loop is not None:
                     assert acted.action_chunk is not None and acted.action_log_std is not None
@@ -134,6 +139,7 @@ class RolloutCollector:
                     log_prob=log_prob,
                     value=acted.value,
                     lag=lag,
+                    loop_score=acted.loop_score,
                 )
             with timer.stage("env"):
                 step = self.env.step(self.policy.physics_action(action))
@@ -148,7 +154,7 @@ class RolloutCollector:
             if self.on_step is not None:
                 self.on_step(self.obs)
         with timer.stage("policy"):
-            last_values = self.policy.value(self.obs, self.state, self.episode_start)
+            last_values = self.policy.value(self.obs, self.state, self.episode_start, memory=self.memory)
         storage.compute_returns(last_values, gamma, gae_lambda)
         return self._summarise(ended, sums, timer.totals())
 
@@ -163,7 +169,8 @@ class RolloutCollector:
         if not bool(step.truncated.any()):
             return None
         no_reset = torch.zeros_like(step.truncated)
-        return self.policy.value(step.final_obs.to(self.storage.device), state_after, no_reset)
+        final_obs = step.final_obs.to(self.storage.device)
+        return self.policy.value(final_obs, state_after, no_reset, memory=self.memory)
 
     def _account(
         self,

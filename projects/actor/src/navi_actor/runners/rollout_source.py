@@ -106,6 +106,7 @@ class LocalRollouts:
             seed=runner.settings.train.seed + runner.counters.step_id,
             on_step=self._on_step,
             open_loop_fraction=runner.settings.ppo.open_loop_fraction if chunked else 0.0,
+            memory=runner.shaping.memory,
         )
 
     def _on_step(self, obs: torch.Tensor) -> None:

@@ -16,6 +16,7 @@ import torch
 from navi_actor.algorithms.ppo import AuxiliaryStep
 from navi_actor.config import ActorSettings
 from navi_actor.envs.protocol import VectorStep
+from navi_actor.memory.episodic import EpisodicMemory
 from navi_actor.models import ActOutput, NaviPolicy, physics_action
 from navi_actor.runners.rollout_collector import RewardShaping
 from navi_actor.shaping.reward_shaper import RewardShaper
@@ -49,6 +50,7 @@ class ShaperHook:
             speed=speed if speed is not None else torch.zeros_like(step.reward),
             step=self.global_step,
             yaw=physics_action(acted.action, self.squash)[:, 3],
+            loop_score=acted.loop_score,  # the policy read this memory already (memory_input)
         )
         self.global_step += int(step.reward.shape[0])
         return terms["total"] - terms["env"], {name: terms[name] for name in _LOGGED_TERMS}
@@ -62,6 +64,7 @@ class ActorShaping:
     auxiliary_step: AuxiliaryStep | None = None
     modules: dict[str, Any] = field(default_factory=dict)
     hook: ShaperHook | None = None
+    memory: EpisodicMemory | None = None  #: the shaper's episodic memory (the policy reads it too)
 
     def resume_at(self, step_id: int) -> None:
         """Continue the annealing schedules from environment step ``step_id``."""
@@ -103,4 +106,5 @@ def build_actor_shaping(
         auxiliary_step=train_predictor,
         modules={"rnd": rnd, "rnd_optimizer": rnd.optimizer},
         hook=hook,
+        memory=shaper.memory,
     )

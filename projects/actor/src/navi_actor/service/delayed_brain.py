@@ -51,6 +51,8 @@ class DelayedBrain:
         self.span = max(1, delay if blend_ticks is None else blend_ticks)  # blended ticks after a new chunk
         self.state = policy.initial_state(drones)  # on the policy's device, as every tensor below
         self.start = torch.ones(drones, dtype=torch.bool, device=self.state.device)
+        memory = policy.new_memory(drones, self.state.device) if hasattr(policy, "new_memory") else None
+        self.act_options: dict[str, Any] = {} if memory is None else {"memory": memory}  # memory_input
         self.current: tuple[torch.Tensor, int] | None = None  # (chunk, answered tick) in force
         self.pending: list[tuple[int, torch.Tensor, int]] = []  # (effective tick, chunk, answered tick)
         self.blend_from: tuple[torch.Tensor, int, int] | None = None  # old schedule, its tick, blend start
@@ -62,7 +64,7 @@ class DelayedBrain:
         scheduled before it), as the brain's first chunk does.
         """
         if tick % self.interval == 0:
-            acted = self.policy.act(obs, self.state, self.start, deterministic=True)
+            acted = self.policy.act(obs, self.state, self.start, deterministic=True, **self.act_options)
             self.state, self.start = acted.state, torch.zeros_like(self.start)
             chunk = acted.action_chunk if acted.action_chunk is not None else acted.action.unsqueeze(1)
             self.pending.append((tick + self.delay, self.policy.physics_action(chunk), tick))

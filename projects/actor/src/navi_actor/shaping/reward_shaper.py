@@ -105,6 +105,7 @@ class RewardShaper:
         speed: torch.Tensor,
         step: int,
         yaw: torch.Tensor | None = None,
+        loop_score: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """Shaped reward of the transition taken from ``obs`` (call once per rollout step).
 
@@ -116,12 +117,15 @@ class RewardShaper:
             speed: ``[B]`` drone speed in m/s.
             step: Global environment step.
             yaw: ``[B]`` executed (clipped) yaw action of the transition (None: no spin term).
+            loop_score: ``[B]`` the loop score of ``obs`` when the policy already took it from this
+                shaper's memory (``policy.memory_input``); None: score ``embedding`` here.
 
         Returns:
             Dict of ``[B]`` tensors, see :func:`shaping_terms`.
         """
         novelty = self.rnd.intrinsic_reward(obs)
-        loop_score = self.memory.observe(embedding, episode_start)
+        if loop_score is None:
+            loop_score = self.memory.observe(embedding, episode_start)
         turning = None
         if yaw is not None:
             self.turning.mul_((~episode_start.bool()).float())

@@ -39,6 +39,8 @@ class SequenceBatch:
     # [L, M, A] targets of the symmetry loss (ppo.symmetry_coef): mirrored-back means on the mirrored
     # rollout; None when the learner did not compute them
     mirror_means: torch.Tensor | None = None
+    # [L, M] episodic loop scores the policy read while acting (policy.memory_input; 0 otherwise)
+    loop_scores: torch.Tensor | None = None
 
 
 class RolloutStorage:
@@ -89,6 +91,8 @@ class RolloutStorage:
         self.terminated, self.truncated, self.episode_starts = flags(), flags(), flags()
         # chunk entry each action was drawn from (navi_actor.models.open_loop); 0: the tick's own
         self.lags = torch.zeros((T, B), dtype=torch.long, device=self.device)
+        # the episodic loop score each step's core input carried (policy.memory_input); 0: none
+        self.loop_scores = torch.zeros((T, B), dtype=torch.float32, device=self.device)
         self.sequence_states = floats(self.num_chunks, B, state_size)
         self.advantages = floats(T, B)
         self.returns = floats(T, B)
@@ -106,6 +110,7 @@ class RolloutStorage:
         log_prob: torch.Tensor,
         value: torch.Tensor,
         lag: torch.Tensor | None = None,
+        loop_score: torch.Tensor | None = None,
     ) -> None:
         """Record what the policy saw and did at ``step`` (before the environment answered).
 
@@ -118,12 +123,17 @@ class RolloutStorage:
             log_prob: [B] log-probability of ``action``.
             value: [B] critic value of ``obs``.
             lag: [B] long, the chunk entry ``action`` was drawn from (None: 0, a fresh action).
+            loop_score: [B] episodic loop score the policy read (``ActOutput.loop_score``; None: 0).
         """
         self.obs[step].copy_(obs)
         if lag is None:
             self.lags[step].zero_()
         else:
             self.lags[step].copy_(lag)
+        if loop_score is None:
+            self.loop_scores[step].zero_()
+        else:
+            self.loop_scores[step].copy_(loop_score)
         self.episode_starts[step].copy_(episode_start)
         self.actions[step].copy_(action)
         self.log_probs[step].copy_(log_prob)
@@ -237,5 +247,6 @@ class RolloutStorage:
             episode_starts=take(self.episode_starts),
             state0=self.sequence_states[chunk, drone],
             lags=take(self.lags),
+            loop_scores=take(self.loop_scores),
             mirror_means=None if self.mirror_means is None else take(self.mirror_means),
         )
