@@ -33,3 +33,13 @@ def test_a_typo_inside_a_group_still_fails_loudly(dotenv: Path) -> None:
     dotenv.write_text("NAVI_ACTOR_SERVICE__MODDE=async\n")
     with pytest.raises(ValueError, match=r"(?i)modde"):
         ActorSettings()
+
+
+def test_a_memory_reading_policy_gets_the_shapers_memory_setting_and_refuses_ray(dotenv: Path) -> None:
+    dotenv.write_text("NAVI_ACTOR_POLICY__MEMORY_INPUT=true\nNAVI_ACTOR_SHAPING__MEMORY__CAPACITY=7\n")
+    assert ActorSettings().policy_config().memory.capacity == 7  # one memory setting, in the checkpoint
+    dotenv.write_text("NAVI_ACTOR_SHAPING__MEMORY__CAPACITY=7\n")
+    assert ActorSettings().policy_config().memory.capacity == 256  # unread without memory_input: default
+    dotenv.write_text("NAVI_ACTOR_POLICY__MEMORY_INPUT=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
+    with pytest.raises(ValueError, match=r"memory_input is not supported with train\.backend=ray"):
+        ActorSettings()

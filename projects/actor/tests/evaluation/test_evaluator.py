@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -123,3 +124,29 @@ def test_random_baseline_acts_in_range() -> None:
 def test_episode_count_must_be_positive() -> None:
     with pytest.raises(ValueError, match="episodes"):
         evaluate_policy(RandomPolicy(), PointGoalEnv(1), 0)
+
+
+def test_a_memory_reading_policy_flies_the_plan_with_one_memory_per_drone(small_config: PolicyConfig) -> None:
+    """The evaluator gives such a policy its memory (acting without it is refused), cleared per episode."""
+    from navi_actor.memory import EpisodicMemoryConfig
+
+    eager = EpisodicMemoryConfig(exclusion_window=0, write_every=1)
+    torch.manual_seed(0)
+    policy = NaviPolicy(small_config.model_copy(update={"memory_input": True, "memory": eager}))
+    seen: list[Any] = []
+    act = policy.act
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("memory"))
+        return act(*args, **kwargs)
+
+    policy.act = spy  # type: ignore[method-assign]
+    env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=5)
+    first = evaluate_policy(policy, env, 3, deterministic=True, seed=2)
+    assert first.episodes == 3  # the point toy is one scene
+    memory = seen[0]
+    assert memory is not None and all(m is memory for m in seen)  # one memory for the whole plan
+    assert int(memory.steps.max()) <= 5  # cleared at every episode start (episodes last <= 5 steps)
+    env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=5)
+    second = evaluate_policy(policy, env, 3, deterministic=True, seed=2)
+    assert all(np.array_equal(first.columns[k], second.columns[k], equal_nan=True) for k in first.columns)

@@ -122,3 +122,31 @@ def test_checkpoint_for_another_sensor_is_refused_clearly(
     (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError):
         resolve_policy_source(tmp_path / "broken.pt", tmp_path)
+
+
+def test_a_memory_reading_policy_acts_with_its_memory_as_in_training(
+    small_policy: Callable[..., NaviPolicy],
+) -> None:
+    """Oracle: policy.act with a memory carried as the collector carries it; reset forgets it."""
+    from navi_actor.memory import EpisodicMemoryConfig
+
+    eager = EpisodicMemoryConfig(exclusion_window=0, write_every=1)
+    policy = small_policy("gru", memory_input=True, memory=eager)
+    with torch.no_grad():
+        policy.memory_projection.weight.normal_(0.0, 2.0)
+    env_a, env_b = PointGoalEnv(2, max_steps=6), PointGoalEnv(2, max_steps=6)
+    obs_a, obs_b = env_a.reset(3), env_b.reset(3)
+    stepper = PolicyStepper(policy, 2, deterministic=True)
+    memory, state = policy.new_memory(2), policy.initial_state(2)
+    episode_start = torch.ones(2, dtype=torch.bool)
+    for _ in range(10):
+        acted = policy.act(obs_b, state, episode_start, deterministic=True, memory=memory)
+        actions = stepper.act(obs_a)
+        assert torch.equal(actions, acted.action.clamp(-1.0, 1.0))
+        step_a, step_b = env_a.step(actions), env_b.step(actions)
+        stepper.end_episodes(step_a.terminated | step_a.truncated)
+        state, episode_start = acted.state, step_b.terminated | step_b.truncated
+        obs_a, obs_b = step_a.obs.clone(), step_b.obs.clone()
+    assert stepper.memory is not None and int(stepper.memory.steps.max()) > 0
+    stepper.reset(3)
+    assert stepper.memory is not None and stepper.memory.steps.tolist() == [0, 0, 0]

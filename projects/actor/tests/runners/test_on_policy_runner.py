@@ -162,3 +162,15 @@ def test_a_time_bounded_run_anneals_its_learning_rate(tmp_path: Path) -> None:
     # the last update may start after the budget ran out during its collection: rate 0, not negative
     assert 0.0 < rates[0] < 1e-3 and all(0.0 <= rate < 1e-3 for rate in rates)
     assert rates == sorted(rates, reverse=True) and rates[-1] < rates[0]
+
+
+def test_a_memory_reading_policy_trains_its_memory_projection_and_resumes(tmp_path: Path) -> None:
+    eager = {"exclusion_window": 0, "write_every": 1}
+    config = settings(policy={"memory_input": True}, shaping={"memory": eager})
+    summary = runner(config, tmp_path).run_training()
+    loaded = load_checkpoint(summary.final_checkpoint)
+    assert loaded.policy_config.memory_input and loaded.policy_config.memory.write_every == 1
+    weight = loaded.model["memory_projection.weight"]
+    assert torch.count_nonzero(weight) > 0  # PPO learned from the stored loop scores
+    resumed = runner(config, tmp_path).run_training()  # auto-resume: the projection comes back
+    assert load_checkpoint(resumed.final_checkpoint).step_id == 128

@@ -95,3 +95,39 @@ def test_a_tanh_policy_executes_the_squashed_sample_and_stores_the_raw_one() -> 
         storage.obs, storage.actions, storage.sequence_states[0], storage.episode_starts
     )
     assert (evaluation.log_prob - storage.log_probs).abs().max() < 1e-4  # stored log-probs rescore exactly
+
+
+def test_a_memory_reading_policy_shares_the_shapers_memory_and_learns_from_the_stored_scores() -> None:
+    """One memory: each step is scored and remembered once (not again by the shaper, nor by the
+    bootstrap values); the stored scores replay the acting log-probs exactly."""
+    from navi_actor.config import ActorSettings
+    from navi_actor.memory import EpisodicMemoryConfig
+    from navi_actor.runners.shaping_adapter import build_actor_shaping
+
+    memory_cfg = EpisodicMemoryConfig(exclusion_window=0, write_every=1)
+    settings = ActorSettings(
+        policy={"memory_input": True, "temporal_core": "gru", "azimuth": 16, "elevation": 8,
+                "embed_dim": 32, "vit_dim": 32, "vit_layers": 1},
+        shaping={"memory": memory_cfg.model_dump()},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    policy = NaviPolicy(settings.policy_config())
+    assert policy.cfg.memory == memory_cfg  # the trainer's one memory setting reached the policy
+    assert policy.memory_projection is not None
+    with torch.no_grad():
+        policy.memory_projection.weight.normal_(0.0, 2.0)
+    env = PointGoalEnv(3, azimuth=16, elevation=8, max_steps=1000)  # no episode ends in 16 steps
+    storage = RolloutStorage(
+        16, 3, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
+    )
+    shaping = build_actor_shaping(settings, policy, 3, torch.device("cpu"))
+    collector = RolloutCollector(env, policy, storage, shaping=shaping.reward, seed=0, memory=shaping.memory)
+    collector.collect(0.99, 0.95)
+    assert shaping.memory is not None and collector.memory is shaping.memory
+    assert shaping.memory.steps.tolist() == [16, 16, 16]  # observed once per step, by the policy
+    assert float(storage.loop_scores[1:].min()) > 0.0  # the point toy's views look alike: scores
+    replay = policy.evaluate_sequences(
+        storage.obs, storage.actions, storage.sequence_states[0], storage.episode_starts,
+        loop_scores=storage.loop_scores,
+    )  # fmt: skip
+    torch.testing.assert_close(replay.log_prob, storage.log_probs, atol=1e-4, rtol=1e-4)
