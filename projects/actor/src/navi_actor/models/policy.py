@@ -8,9 +8,9 @@ so PPO ratios are exactly 1 before the first gradient step.
 With ``memory_input`` the episodic memory's loop score of each observation (how much it resembles a
 place seen earlier in the episode, :mod:`navi_actor.memory.episodic`) is added to the embedding
 through a zero-initialised projection (of the score times :data:`MEMORY_INPUT_GAIN`) before the
-temporal core: acting passes the drones' memory to
-:meth:`NaviPolicy.act`, which scores and remembers each observation once; learning replays the
-scores stored at acting time (``loop_scores``), as it replays the recurrent state.
+temporal core: acting passes the drones' memory to :meth:`NaviPolicy.act`, which scores and
+remembers each observation once; learning replays the scores stored at acting time
+(``loop_scores``), as it replays the recurrent state.
 
 Actions are raw Gaussian samples; :meth:`NaviPolicy.physics_action` turns them into what physics
 executes for the configured ``action_squash`` (clip or tanh, :mod:`navi_actor.models.heads`), and the
@@ -276,6 +276,7 @@ class NaviPolicy(nn.Module):
         """
         embedding = self.encode(obs)
         self._check_shape("state", state, (obs.shape[0], self.state_size))
+        self._check_shape("episode_start", episode_start, (obs.shape[0],))
         state = state * (~episode_start.bool()).to(state.dtype)[:, None]
         loop_score = None
         if self.cfg.memory_input and memory is not None:
