@@ -127,7 +127,7 @@ def test_episode_count_must_be_positive() -> None:
 
 
 def test_a_memory_reading_policy_flies_the_plan_with_one_memory_per_drone(small_config: PolicyConfig) -> None:
-    """The evaluator gives such a policy its memory (acting without it is refused), cleared per episode."""
+    """The evaluator gives such a policy one memory for the plan, cleared at every episode start."""
     from navi_actor.memory import EpisodicMemoryConfig
 
     eager = EpisodicMemoryConfig(exclusion_window=0, write_every=1)
@@ -146,7 +146,8 @@ def test_a_memory_reading_policy_flies_the_plan_with_one_memory_per_drone(small_
     assert first.episodes == 3  # the point toy is one scene
     memory = seen[0]
     assert memory is not None and all(m is memory for m in seen)  # one memory for the whole plan
-    assert int(memory.steps.max()) <= 5  # cleared at every episode start (episodes last <= 5 steps)
+    assert len(seen) > 5  # each drone acted more often than one episode lasts...
+    assert int(memory.steps.max()) <= 5  # ...so its memory was cleared at every episode start
     env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=5)
     second = evaluate_policy(policy, env, 3, deterministic=True, seed=2)
     assert all(np.array_equal(first.columns[k], second.columns[k], equal_nan=True) for k in first.columns)
