@@ -250,7 +250,7 @@ class PPOLearner:
             mirrored = self.policy.evaluate_sequences(
                 mirror_observation(storage.obs),
                 mirror_action(storage.actions),
-                storage.sequence_states[0],
+                self.policy.mirror_state(storage.sequence_states[0]),
                 storage.episode_starts,
                 loop_scores=storage.loop_scores,  # a mirrored flight revisits the same places
             )

@@ -90,6 +90,12 @@ class PolicyConfig(BaseModel):
         "a place seen earlier this episode) into the temporal core, so the policy can tell a new place "
         "from a revisit; off: the memory only feeds the shaper's loop penalty.",
     )
+    previous_action_input: bool = Field(
+        default=False,
+        description="Feed the executed action of the previous step (0 at an episode start) into the "
+        "temporal core, so the recurrent state can integrate the drone's own motion; the action is "
+        "carried in the recurrent state, so every acting path and PPO's replay see it unchanged.",
+    )
     memory: EpisodicMemoryConfig = Field(
         default_factory=EpisodicMemoryConfig,
         description="The episodic memory the policy reads when memory_input is on (the trainer copies "

@@ -12,6 +12,12 @@ temporal core: acting passes the drones' memory to :meth:`NaviPolicy.act`, which
 remembers each observation once; learning replays the scores stored at acting time
 (``loop_scores``), as it replays the recurrent state.
 
+With ``previous_action_input`` the executed action of the previous step (0 at an episode start)
+enters the core the same way, so the recurrent state can integrate the drone's own motion. That
+action is carried as the last ``action_dim`` entries of the recurrent state: every acting path
+already carries the state and zeroes it at episode starts, and learning rebuilds the window's
+previous actions from its stored start state and its own actions.
+
 Actions are raw Gaussian samples; :meth:`NaviPolicy.physics_action` turns them into what physics
 executes for the configured ``action_squash`` (clip or tanh, :mod:`navi_actor.models.heads`), and the
 log-probabilities are those of that executed action.
@@ -36,6 +42,7 @@ from navi_actor.models.heads import (
     physics_action,
     raw_action,
 )
+from navi_actor.models.mirror import mirror_action
 from navi_actor.models.observation_scaling import scale_observation
 from navi_actor.models.open_loop import lagged_distribution
 
@@ -102,6 +109,11 @@ class NaviPolicy(nn.Module):
             # zero at the start: a memory-reading policy begins as the same function as one without
             self.memory_projection = nn.Linear(1, cfg.embed_dim, bias=False)
             nn.init.zeros_(self.memory_projection.weight)
+        self.action_projection: nn.Linear | None = None
+        if cfg.previous_action_input:
+            # zero at the start, as the memory's: a new policy is the same function as one without
+            self.action_projection = nn.Linear(cfg.action_dim, cfg.embed_dim, bias=False)
+            nn.init.zeros_(self.action_projection.weight)
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
 
     @property
@@ -115,8 +127,36 @@ class NaviPolicy(nn.Module):
 
     @property
     def state_size(self) -> int:
-        """Size S of the flattened recurrent state."""
-        return self.core.state_size
+        """Size S of the flattened recurrent state (the core's, then the previous action if read)."""
+        return self.core.state_size + (self.cfg.action_dim if self.cfg.previous_action_input else 0)
+
+    def _split_state(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``state [B, S]`` -> the core's state and the previous executed action ``[B, A]`` (or None)."""
+        if self.action_projection is None:
+            return state, None
+        return state[:, : self.core.state_size], state[:, self.core.state_size :]
+
+    def _join_state(self, core_state: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
+        """The recurrent state after a step whose raw action was ``raw [B, A]``."""
+        if self.action_projection is None:
+            return core_state
+        return torch.cat([core_state, self.physics_action(raw).to(core_state.dtype)], dim=-1)
+
+    def with_executed_action(self, state: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
+        """``state [B, S]`` (from :meth:`act`) holding ``raw [B, A]`` as the step's executed action.
+
+        Why: an open-loop rollout may execute a chunk entry instead of the action ``act`` drew; the
+        next step must read what was executed, as learning does from the stored actions.
+        """
+        core_state, _ = self._split_state(state)
+        return self._join_state(core_state, raw)
+
+    def mirror_state(self, state: torch.Tensor) -> torch.Tensor:
+        """``state [B, S]`` of the mirrored drone: its previous action mirrored (the core's is kept)."""
+        core_state, previous = self._split_state(state)
+        if previous is None:
+            return state
+        return torch.cat([core_state, mirror_action(previous)], dim=-1)
 
     def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
         """Zero recurrent state ``[batch_size, S]`` on ``device`` (default: the policy's device)."""
@@ -132,8 +172,17 @@ class NaviPolicy(nn.Module):
             device = next(self.parameters()).device
         return EpisodicMemory(self.cfg.memory, batch_size, self.cfg.embed_dim, device)
 
+    def _core_input(
+        self, embedding: torch.Tensor, loop_score: torch.Tensor | None, previous: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The core input: ``embedding [..., D]`` plus the projected loop score and previous action."""
+        if self.action_projection is not None:
+            assert previous is not None
+            embedding = embedding + self.action_projection(previous.to(embedding.dtype))
+        return self._with_memory(embedding, loop_score)
+
     def _with_memory(self, embedding: torch.Tensor, loop_score: torch.Tensor | None) -> torch.Tensor:
-        """The core input: ``embedding [..., D]`` plus the projected ``loop_score [...]`` (memory_input)."""
+        """``embedding [..., D]`` plus the projected ``loop_score [...]`` (memory_input)."""
         if self.memory_projection is None:
             return embedding
         if loop_score is None:
@@ -191,9 +240,11 @@ class NaviPolicy(nn.Module):
         loop_score = None
         if self.cfg.memory_input and memory is not None:
             loop_score = memory.observe(embedding, episode_start)
-        features, new_state = self.core.step(self._with_memory(embedding, loop_score), state)
+        core_state, previous = self._split_state(state)
+        features, new_state = self.core.step(self._core_input(embedding, loop_score, previous), core_state)
         mean, log_std = self.actor(features)
         action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
+        new_state = self._join_state(new_state, action)
         later = self.actor.later_means(features, mean)
         return ActOutput(
             action=action,
@@ -240,8 +291,15 @@ class NaviPolicy(nn.Module):
         episode_starts = episode_starts.bool()
         scaled = scale_observation(obs.flatten(0, 1), self.cfg.input_transform)
         embedding = self.encoder(scaled).unflatten(0, (T, B))  # [T*B, D] -> [T, B, D]
-        core_input = self._with_memory(embedding, loop_scores if self.cfg.memory_input else None)
-        features, final_state = self.core.sequence(core_input, state0, episode_starts)
+        core_state0, previous0 = self._split_state(state0)
+        previous = None
+        if previous0 is not None:  # step t read the action executed at t-1, 0 after an episode start
+            executed = self.physics_action(actions).to(embedding.dtype)
+            previous = torch.cat([previous0[None].to(embedding.dtype), executed[:-1]], dim=0)
+            previous = previous * (~episode_starts).to(previous.dtype)[..., None]
+        core_input = self._core_input(embedding, loop_scores if self.cfg.memory_input else None, previous)
+        features, final_state = self.core.sequence(core_input, core_state0, episode_starts)
+        final_state = self._join_state(final_state, actions[-1])
         mean, log_std = self.actor(features)
         later = self.actor.later_means(features, mean)
         drawn_mean, drawn_log_std = mean, log_std
@@ -281,5 +339,6 @@ class NaviPolicy(nn.Module):
         loop_score = None
         if self.cfg.memory_input and memory is not None:
             loop_score = memory.peek(embedding, episode_start)
-        features, _ = self.core.step(self._with_memory(embedding, loop_score), state)
+        core_state, previous = self._split_state(state)
+        features, _ = self.core.step(self._core_input(embedding, loop_score, previous), core_state)
         return self.critic(features)
