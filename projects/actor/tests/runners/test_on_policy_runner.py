@@ -174,3 +174,13 @@ def test_a_memory_reading_policy_trains_its_memory_projection_and_resumes(tmp_pa
     assert torch.count_nonzero(weight) > 0  # PPO learned from the stored loop scores
     resumed = runner(config, tmp_path).run_training()  # auto-resume: the projection comes back
     assert load_checkpoint(resumed.final_checkpoint).step_id == 128
+
+
+def test_a_policy_reading_its_previous_action_trains_the_projection_and_resumes(tmp_path: Path) -> None:
+    config = settings(policy={"previous_action_input": True})
+    summary = runner(config, tmp_path).run_training()
+    loaded = load_checkpoint(summary.final_checkpoint)
+    assert loaded.policy_config.previous_action_input
+    assert torch.count_nonzero(loaded.model["action_projection.weight"]) > 0  # PPO trained it
+    resumed = runner(config, tmp_path).run_training()  # auto-resume: the projection comes back
+    assert load_checkpoint(resumed.final_checkpoint).step_id == 128
