@@ -27,6 +27,10 @@ leaves, as in ``navi-actor train --max-minutes``). It is navi_actor.bc.warm_star
 as ``navi-actor train --warm-start-steps``. The clone before PPO also flies the plan with its mean
 action (``warm_start_mean_action``).
 
+Each training run's folder (its checkpoint, and the warm start's flights: about 450 MB for a
+16k-step warm start) is kept under the system's temporary folder, so that ``--checkpoint`` can
+judge it again; the JSON names it (``run_dir``) and stderr says its size. Delete it when done.
+
     uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR]
         [--split stratified|tail] [--warm-start-steps N [--warm-start-epochs E]]
 """
@@ -80,6 +84,11 @@ def say(line: str) -> None:
     click.echo(line, err=True)
 
 
+def folder_megabytes(folder: Path) -> float:
+    """Size of the files under ``folder`` in MB (the kept run folder, said so that it is noticed)."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
 def trained_policy(
     train_scenes: list[Path],
     minutes: float | None,
@@ -117,6 +126,10 @@ def trained_policy(
     built = BuiltEnvironment(train_env, {"backend": "sdfdag", "scenes": len(names), "names": names})
     runner = OnPolicyRunner(settings, built, artifacts_dir=artifacts, checkpoint=start)
     summary = runner.run_training()
+    say(
+        f"run kept in {artifacts} ({folder_megabytes(artifacts):.0f} MB: the checkpoint that --checkpoint "
+        "re-judges, and the warm start's flights); delete the folder when done"
+    )
     return runner.policy, {
         "train_minutes": minutes,  # the whole budget, the warm start's minutes included
         "ppo_minutes": settings.train.max_minutes,
@@ -124,6 +137,7 @@ def trained_policy(
         "train_steps": summary.steps_this_run,
         "train_steps_per_second": round(summary.steps_per_second, 2),
         "checkpoint": str(summary.final_checkpoint),
+        "run_dir": str(artifacts),  # kept: a temporary folder the caller deletes
         **({"warm_start": facts} if facts is not None else {}),
     }
 

@@ -81,6 +81,7 @@ def test_bench_trains_judges_and_rejudges_its_checkpoint_to_the_same_numbers(
 ) -> None:
     assert trained["heldout_scenes"] == ["hall_001"] and trained["train_scenes"] == 1
     assert trained["train_steps"] > 0 and Path(trained["checkpoint"]).is_file()
+    assert Path(trained["run_dir"]) in Path(trained["checkpoint"]).parents  # the kept folder, named
     policies = {"learned_mean_action", "learned_sampled", "random", "heuristic", "frontier"}
     assert set(trained["results"]) == policies
     for block in trained["results"].values():  # every policy flew the same plan: 1 episode x 1 scene
