@@ -43,3 +43,11 @@ def test_a_memory_reading_policy_gets_the_shapers_memory_setting_and_refuses_ray
     dotenv.write_text("NAVI_ACTOR_POLICY__MEMORY_INPUT=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
     with pytest.raises(ValueError, match=r"memory_input is not supported with train\.backend=ray"):
         ActorSettings()
+
+
+def test_a_visit_reading_policy_refuses_ray(dotenv: Path) -> None:
+    dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_INPUT=true\nNAVI_ACTOR_POLICY__VISITS__SECTORS=6\n")
+    assert ActorSettings().policy_config().visits.features == 7  # six sectors and "here"
+    dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_INPUT=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
+    with pytest.raises(ValueError, match=r"visit_input is not supported with train\.backend=ray"):
+        ActorSettings()

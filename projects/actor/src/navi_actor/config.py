@@ -244,6 +244,11 @@ class ActorSettings(NaviSettings):
                 "policy.memory_input is not supported with train.backend=ray yet (rollout fragments do "
                 "not carry the loop scores); train with the local backend"
             )
+        if policy.visit_input and self.train.backend == "ray":
+            raise ValueError(
+                "policy.visit_input is not supported with train.backend=ray yet (rollout fragments do "
+                "not carry the visit features); train with the local backend"
+            )
         if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
             raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")
         if ppo.final_log_std_max is not None and (

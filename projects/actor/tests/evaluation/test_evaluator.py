@@ -151,3 +151,36 @@ def test_a_memory_reading_policy_flies_the_plan_with_one_memory_per_drone(small_
     env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=5)
     second = evaluate_policy(policy, env, 3, deterministic=True, seed=2)
     assert all(np.array_equal(first.columns[k], second.columns[k], equal_nan=True) for k in first.columns)
+
+
+def test_a_visit_reading_policy_flies_the_plan_reading_its_poses(small_config: PolicyConfig) -> None:
+    """The evaluator feeds such a policy its visit features from the drones' poses, cleared at
+    every episode start, and flies the same plan to the same numbers again."""
+    from navi_actor.memory import VisitMemoryConfig
+
+    eager = VisitMemoryConfig(write_every=1, exclusion_window=0, radius=50.0, height=50.0)
+    torch.manual_seed(0)
+    policy = NaviPolicy(small_config.model_copy(update={"visit_input": True, "visits": eager}))
+    assert policy.visit_projection is not None
+    with torch.no_grad():
+        policy.visit_projection.weight.normal_(0.0, 1.0)
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+    act = policy.act
+
+    def spy(obs: Any, state: Any, start: Any, **kwargs: Any) -> Any:
+        seen.append((start.clone(), kwargs["visit_features"].clone()))
+        return act(obs, state, start, **kwargs)
+
+    policy.act = spy  # type: ignore[method-assign]
+    env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=5)
+    first = evaluate_policy(policy, env, 3, deterministic=True, seed=2)
+    assert first.episodes == 3
+    starts = torch.stack([start for start, _ in seen])
+    features = torch.stack([f for _, f in seen])
+    assert int(starts[1:].sum()) >= 1  # some drone started a second episode mid-plan
+    assert float(features[starts].abs().max()) == 0.0  # its visits were cleared there
+    assert float(features.max()) > 0.0  # and read its past positions elsewhere
+    second = evaluate_policy(
+        policy, PointGoalEnv(2, azimuth=16, elevation=8, max_steps=5), 3, deterministic=True, seed=2
+    )
+    assert all(np.array_equal(first.columns[k], second.columns[k], equal_nan=True) for k in first.columns)

@@ -176,6 +176,16 @@ def test_a_memory_reading_policy_trains_its_memory_projection_and_resumes(tmp_pa
     assert load_checkpoint(resumed.final_checkpoint).step_id == 128
 
 
+def test_a_visit_reading_policy_trains_its_projection_and_resumes(tmp_path: Path) -> None:
+    config = settings(policy={"visit_input": True, "visits": {"write_every": 1, "exclusion_window": 0}})
+    summary = runner(config, tmp_path).run_training()
+    loaded = load_checkpoint(summary.final_checkpoint)
+    assert loaded.policy_config.visit_input and loaded.policy_config.visits.write_every == 1
+    assert torch.count_nonzero(loaded.model["visit_projection.weight"]) > 0  # PPO read the stored features
+    resumed = runner(config, tmp_path).run_training()
+    assert load_checkpoint(resumed.final_checkpoint).step_id == 128
+
+
 def test_a_policy_reading_its_previous_action_trains_the_projection_and_resumes(tmp_path: Path) -> None:
     config = settings(policy={"previous_action_input": True})
     summary = runner(config, tmp_path).run_training()

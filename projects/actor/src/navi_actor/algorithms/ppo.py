@@ -23,6 +23,7 @@ from navi_actor.algorithms.losses import (
 )
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.config import PPOConfig
+from navi_actor.memory.visits import mirror_visit_features
 from navi_actor.models import NaviPolicy
 from navi_actor.models.mirror import mirror_action, mirror_observation
 from navi_actor.models.policy import SequenceEval
@@ -253,6 +254,7 @@ class PPOLearner:
                 self.policy.mirror_state(storage.sequence_states[0]),
                 storage.episode_starts,
                 loop_scores=storage.loop_scores,  # a mirrored flight revisits the same places
+                visit_features=mirror_visit_features(storage.visit_features),
             )
         return mirror_action(mirrored.action_mean)
 
@@ -318,7 +320,10 @@ class PPOLearner:
             # (only then: checking the lags costs a host sync per minibatch)
             lagged = cfg.open_loop_fraction > 0.0 and batch.lags is not None
             evaluation = self.evaluate(
-                *args, batch.lags if lagged else None, loop_scores=batch.loop_scores
+                *args,
+                batch.lags if lagged else None,
+                loop_scores=batch.loop_scores,
+                visit_features=batch.visit_features,
             )
             log_probs = evaluation.log_prob.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
@@ -371,7 +376,12 @@ class PPOLearner:
             return torch.zeros((), device=log_probs.device)
         with torch.no_grad():
             reference = self.reference_policy.evaluate_sequences(
-                batch.obs, batch.actions, batch.state0, batch.episode_starts, loop_scores=batch.loop_scores
+                batch.obs,
+                batch.actions,
+                batch.state0,
+                batch.episode_starts,
+                loop_scores=batch.loop_scores,
+                visit_features=batch.visit_features,
             )
         return kl_to_reference(log_probs, reference.log_prob.reshape(-1))
 

@@ -35,6 +35,9 @@ class DemoData:
         episode_starts: [N] bool (the first frame of every file is a start).
         episode_bounds: [E, 2] int64 ``[start, end)`` frame ranges of the episodes.
         sources: the files, with their frame counts and scenes (for checkpoint provenance).
+        positions: [N, 3] float32 pose of each frame (before its action), or None when a file
+            lacks it (only a policy reading its visit memory needs it).
+        yaws: [N] float32 heading of each frame, with ``positions``.
     """
 
     observations: torch.Tensor
@@ -42,6 +45,8 @@ class DemoData:
     episode_starts: torch.Tensor
     episode_bounds: torch.Tensor
     sources: list[dict[str, Any]]
+    positions: torch.Tensor | None = None
+    yaws: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.actions.shape[0])
@@ -60,7 +65,12 @@ class DemoData:
         bounds = torch.stack([ends - lengths, ends], dim=1)
         starts = torch.zeros(index.shape[0], dtype=torch.bool)
         starts[bounds[:, 0]] = True
-        return DemoData(self.observations[index], self.actions[index], starts, bounds, self.sources)
+        posed = self.positions is not None and self.yaws is not None
+        return DemoData(
+            self.observations[index], self.actions[index], starts, bounds, self.sources,
+            positions=self.positions[index] if posed else None,  # type: ignore[index]
+            yaws=self.yaws[index] if posed else None,  # type: ignore[index]
+        )  # fmt: skip
 
 
 def _load_file(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -112,6 +122,8 @@ def load_demonstrations(paths: list[Path]) -> DemoData:
     observations: list[np.ndarray] = []
     actions: list[np.ndarray] = []
     starts: list[np.ndarray] = []
+    positions: list[np.ndarray] | None = []
+    yaws: list[np.ndarray] = []
     sources: list[dict[str, Any]] = []
     for path in paths:
         arrays, metadata = _load_file(path)
@@ -126,6 +138,11 @@ def load_demonstrations(paths: list[Path]) -> DemoData:
         observations.append(arrays["observations"])
         actions.append(arrays["actions"])
         starts.append(file_starts)
+        if positions is not None and {"positions", "yaw"} <= set(arrays):
+            positions.append(np.asarray(arrays["positions"], np.float32))
+            yaws.append(np.asarray(arrays["yaw"], np.float32))
+        else:
+            positions = None  # one file without poses: the data has none
         scenes = arrays.get("segment_scenes", np.array([], dtype=np.str_)).tolist()
         sources.append({"file": str(path), "frames": len(arrays["actions"]), "scenes": scenes,
                         "pilot": metadata.get("pilot")})  # fmt: skip
@@ -140,6 +157,8 @@ def load_demonstrations(paths: list[Path]) -> DemoData:
         episode_starts=all_starts,
         episode_bounds=torch.stack([begin, end], dim=1),
         sources=sources,
+        positions=torch.from_numpy(np.concatenate(positions)) if positions else None,
+        yaws=torch.from_numpy(np.concatenate(yaws)) if positions else None,
     )
 
 

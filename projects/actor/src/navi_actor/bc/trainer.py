@@ -32,6 +32,7 @@ import torch
 from navi_actor.algorithms.losses import chunk_prediction_loss
 from navi_actor.bc.config import BCConfig
 from navi_actor.bc.dataset import DemoData, stream_indices
+from navi_actor.bc.visit_features import demo_visit_features
 from navi_actor.models import NaviPolicy, raw_action
 
 log = structlog.get_logger()
@@ -59,15 +60,25 @@ def freeze_log_std(policy: NaviPolicy, value: float | None) -> None:
     parameter.requires_grad_(False)
 
 
-def _windows(data: DemoData, index: torch.Tensor, starts: torch.Tensor, length: int, device: torch.device):  # type: ignore[no-untyped-def]
-    """Yield ``(obs [L,B,C,Az,El], actions [L,B,4], starts [L,B])`` windows along T, on ``device``."""
+def _windows(  # type: ignore[no-untyped-def]
+    data: DemoData, index: torch.Tensor, starts: torch.Tensor, length: int, *, device: torch.device,
+    visits: torch.Tensor | None,
+):  # fmt: skip
+    """Yield ``(obs [L,B,C,Az,El], actions [L,B,4], starts [L,B], visit features [L,B,F] or None)``
+    windows along T, on ``device`` (``visits``: the frames' features, :func:`_visit_features`)."""
     for t0 in range(0, index.shape[0], length):
         rows = index[t0 : t0 + length]  # [L, B]
         yield (
             data.observations[rows].to(device, non_blocking=True),
             data.actions[rows].to(device, non_blocking=True),
             starts[t0 : t0 + length].to(device),
+            None if visits is None else visits[rows].to(device, non_blocking=True),
         )
+
+
+def _visit_features(policy: NaviPolicy, data: DemoData) -> torch.Tensor | None:
+    """``[N, F]`` visit features of the frames for a policy that reads them (visit_input), else None."""
+    return demo_visit_features(data, policy.cfg.visits) if policy.cfg.visit_input else None
 
 
 def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) -> float:
@@ -88,10 +99,12 @@ def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) 
     state = policy.initial_state(index.shape[1], device)
     total, count = torch.zeros((), device=device), 0
     with torch.no_grad():
-        for obs, actions, resets in _windows(data, index, starts, length, device):
+        windows = _windows(data, index, starts, length, device=device, visits=_visit_features(policy, data))
+        for obs, actions, resets, visit_features in windows:
             out = policy.evaluate_sequences(
-                obs, raw_action(actions, policy.action_squash), state, resets, loop_scores=_no_loops(resets)
-            )
+                obs, raw_action(actions, policy.action_squash), state, resets,
+                loop_scores=_no_loops(resets), visit_features=visit_features,
+            )  # fmt: skip
             state = out.final_state
             total += (policy.physics_action(out.action_mean) - actions).square().sum()
             count += actions.numel()
@@ -135,15 +148,20 @@ def train_bc(
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay)
     history = BCHistory(baseline_mse=baseline_mse(train, holdout) if len(holdout) else math.nan)
     started = time.monotonic()
+    train_visits = _visit_features(policy, train)  # once: the frames' features do not change
     for epoch in range(config.epochs):
         index, starts = stream_indices(train.episode_bounds, config.streams, generator)
         state = policy.initial_state(index.shape[1], device)
         nll_sum, mse_sum, windows = torch.zeros((), device=device), torch.zeros((), device=device), 0
         chunk_sum = torch.zeros((), device=device)
         policy.train()
-        for obs, actions, resets in _windows(train, index, starts, config.sequence_length, device):
+        for obs, actions, resets, visit_features in _windows(
+            train, index, starts, config.sequence_length, device=device, visits=train_visits
+        ):
             targets = raw_action(actions, policy.action_squash)
-            out = policy.evaluate_sequences(obs, targets, state, resets, loop_scores=_no_loops(resets))
+            out = policy.evaluate_sequences(
+                obs, targets, state, resets, loop_scores=_no_loops(resets), visit_features=visit_features
+            )
             state = out.final_state.detach()  # truncated BPTT: carry the state, cut the graph
             loss = -out.log_prob.mean()
             if out.later_means is not None:

@@ -46,6 +46,9 @@ class ActingPolicy(Protocol):
 
     A policy with a true ``uses_pose`` attribute also receives ``pose=(position [B,3], yaw [B])``:
     the frontier planner maps what it senses from where it is (its own odometry, no scene map).
+    A policy with ``new_memory`` / ``new_visit_memory`` methods (:class:`~navi_actor.models.NaviPolicy`)
+    gets its episodic memory (``memory=``) and its visit features (``visit_features=``, from the
+    drones' poses), one memory of each for the whole plan, cleared at every episode start.
     A policy with an ``action_squash`` attribute (:class:`~navi_actor.models.NaviPolicy`) has its raw
     actions mapped by that mode (``tanh``: the mean action flown is ``tanh(mean)``); the others are
     clipped.
@@ -221,6 +224,33 @@ class _Episodes:
         return env.start_episodes(rows[:take], plan.scenes[ids], plan.positions[ids], plan.yaws[ids])
 
 
+class _ActingInputs:
+    """What a policy reads besides its observation and state: the pose (``uses_pose``), its episodic
+    memory (``new_memory``) and its visit features (``new_visit_memory``), one memory of each for
+    the whole plan (each clears a drone's row at its episode start)."""
+
+    def __init__(self, policy: ActingPolicy, env: PlannedEnv, device: torch.device) -> None:
+        B = env.num_actors
+        self.env, self.device = env, device
+        self.uses_pose = bool(getattr(policy, "uses_pose", False))
+        new_memory = getattr(policy, "new_memory", None)
+        self.memory = new_memory(B, device) if new_memory is not None else None
+        new_visits = getattr(policy, "new_visit_memory", None)
+        self.visits = new_visits(B, device) if new_visits is not None else None
+
+    def __call__(self, episode_start: torch.Tensor) -> dict[str, Any]:
+        """Keyword arguments of this step's ``act`` (the visit memory remembers the poses)."""
+        extra: dict[str, Any] = {"pose": self.env.poses()} if self.uses_pose else {}
+        if self.memory is not None:
+            extra["memory"] = self.memory
+        if self.visits is not None:
+            position, yaw = self.env.poses()
+            extra["visit_features"] = self.visits.observe(
+                position.to(self.device), yaw.to(self.device), episode_start
+            )
+        return extra
+
+
 @torch.inference_mode()
 def evaluate_policy(
     policy: ActingPolicy,
@@ -262,9 +292,7 @@ def evaluate_policy(
     obs = obs.to(device).clone()
     state = policy.initial_state(B, device)
     episode_start = torch.ones(B, dtype=torch.bool, device=device)
-    uses_pose = bool(getattr(policy, "uses_pose", False))
-    new_memory = getattr(policy, "new_memory", None)  # a policy reading its episodic memory (memory_input)
-    memory = new_memory(B, device) if new_memory is not None else None
+    inputs = _ActingInputs(policy, env, device)
     zeros = torch.zeros(B, device=device)
     squash = str(getattr(policy, "action_squash", "clip"))
     steps = 0
@@ -273,10 +301,7 @@ def evaluate_policy(
             raise RuntimeError(
                 f"the plan of {plan.size} episodes did not finish in {max_env_steps} drone-steps"
             )
-        extra: dict[str, Any] = {"pose": env.poses()} if uses_pose else {}
-        if memory is not None:
-            extra["memory"] = memory
-        acted = policy.act(obs, state, episode_start, deterministic=deterministic, **extra)
+        acted = policy.act(obs, state, episode_start, deterministic=deterministic, **inputs(episode_start))
         action = physics_action(acted.action, squash)
         step = env.step(action)
         done = (step.terminated | step.truncated).to(device)

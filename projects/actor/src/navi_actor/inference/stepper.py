@@ -33,6 +33,11 @@ class PolicyStepper:
     ) -> None:
         if num_actors < 1:
             raise ValueError(f"num_actors must be >= 1, got {num_actors}")
+        if policy.cfg.visit_input:
+            raise ValueError(
+                "this policy reads its visit memory (policy.visit_input), which needs the drones' poses: "
+                "the stepper (infer, the brains) does not serve it yet; judge it with navi-actor evaluate"
+            )
         self.policy = policy.eval()
         self.deterministic = deterministic
         self.device = torch.device(device) if device is not None else next(policy.parameters()).device

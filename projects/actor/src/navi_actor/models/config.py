@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from navi_actor.memory.config import EpisodicMemoryConfig
+from navi_actor.memory.config import EpisodicMemoryConfig, VisitMemoryConfig
 
 EncoderBackend = Literal["rayvit", "spherical_cnn"]
 TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
@@ -95,6 +95,15 @@ class PolicyConfig(BaseModel):
         description="Feed the executed action of the previous step (0 at an episode start) into the "
         "temporal core, so the recurrent state can integrate the drone's own motion; the action is "
         "carried in the recurrent state, so every acting path and PPO's replay see it unchanged.",
+    )
+    visit_input: bool = Field(
+        default=False,
+        description="Feed where around it the drone has already been this episode (its visit memory "
+        "of past positions, read per direction sector from its own pose) into the temporal core, so "
+        "the policy can head for unvisited space; acting needs the drones' poses.",
+    )
+    visits: VisitMemoryConfig = Field(
+        default_factory=VisitMemoryConfig, description="The visit memory the policy reads (visit_input)."
     )
     memory: EpisodicMemoryConfig = Field(
         default_factory=EpisodicMemoryConfig,

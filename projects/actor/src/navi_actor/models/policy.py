@@ -18,6 +18,11 @@ action is carried as the last ``action_dim`` entries of the recurrent state: eve
 already carries the state and zeroes it at episode starts, and learning rebuilds the window's
 previous actions from its stored start state and its own actions.
 
+With ``visit_input`` the visit memory's features (where around it the drone has already been this
+episode, :mod:`navi_actor.memory.visits`) enter the core the same way: the caller keeps the
+drones' :class:`VisitMemory` (:meth:`NaviPolicy.new_visit_memory`), reads it with their poses and
+passes ``visit_features`` to acting; learning replays the stored features, as for loop scores.
+
 Actions are raw Gaussian samples; :meth:`NaviPolicy.physics_action` turns them into what physics
 executes for the configured ``action_squash`` (clip or tanh, :mod:`navi_actor.models.heads`), and the
 log-probabilities are those of that executed action.
@@ -31,6 +36,7 @@ import torch
 from torch import nn
 
 from navi_actor.memory.episodic import EpisodicMemory
+from navi_actor.memory.visits import VisitMemory
 from navi_actor.models.config import PolicyConfig
 from navi_actor.models.cores import build_core
 from navi_actor.models.encoders import build_encoder
@@ -52,6 +58,9 @@ from navi_actor.models.open_loop import lagged_distribution
 #: at most 0.04 against embedding elements of unit scale (LayerNorm): the policy barely read its
 #: memory. Times 8, the same steps can carry a revisit to the embedding's scale.
 MEMORY_INPUT_GAIN = 8.0
+#: The visit features enter their zero-initialised projection times this gain, for the same reason
+#: (features in [0, 1), several per step).
+VISIT_INPUT_GAIN = 4.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class ActOutput:
     action_chunk: torch.Tensor | None = None
     action_log_std: torch.Tensor | None = None  #: [B, A] the Gaussian's log-std (open-loop rollouts)
     loop_score: torch.Tensor | None = None  #: [B] episodic loop score fed to the core (memory_input)
+    visit_features: torch.Tensor | None = None  #: [B, F] visit features fed to the core (visit_input)
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,10 @@ class NaviPolicy(nn.Module):
             # zero at the start, as the memory's: a new policy is the same function as one without
             self.action_projection = nn.Linear(cfg.action_dim, cfg.embed_dim, bias=False)
             nn.init.zeros_(self.action_projection.weight)
+        self.visit_projection: nn.Linear | None = None
+        if cfg.visit_input:
+            self.visit_projection = nn.Linear(cfg.visits.features, cfg.embed_dim, bias=False)
+            nn.init.zeros_(self.visit_projection.weight)
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
 
     @property
@@ -129,6 +143,17 @@ class NaviPolicy(nn.Module):
     def state_size(self) -> int:
         """Size S of the flattened recurrent state (the core's, then the previous action if read)."""
         return self.core.state_size + (self.cfg.action_dim if self.cfg.previous_action_input else 0)
+
+    def new_visit_memory(
+        self, batch_size: int, device: torch.device | str | None = None
+    ) -> VisitMemory | None:
+        """Empty visit memory of ``batch_size`` drones for the ``visit_features`` of :meth:`act`
+        (None without visit_input)."""
+        if not self.cfg.visit_input:
+            return None
+        if device is None:
+            device = next(self.parameters()).device
+        return VisitMemory(self.cfg.visits, batch_size, device)
 
     def _split_state(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``state [B, S]`` -> the core's state and the previous executed action ``[B, A]`` (or None)."""
@@ -173,12 +198,30 @@ class NaviPolicy(nn.Module):
         return EpisodicMemory(self.cfg.memory, batch_size, self.cfg.embed_dim, device)
 
     def _core_input(
-        self, embedding: torch.Tensor, loop_score: torch.Tensor | None, previous: torch.Tensor | None
+        self,
+        embedding: torch.Tensor,
+        loop_score: torch.Tensor | None,
+        previous: torch.Tensor | None,
+        visit_features: torch.Tensor | None,
     ) -> torch.Tensor:
-        """The core input: ``embedding [..., D]`` plus the projected loop score and previous action."""
+        """The core input: ``embedding [..., D]`` plus the projected loop score, previous action and
+        visit features (each only where the config reads it)."""
         if self.action_projection is not None:
             assert previous is not None
             embedding = embedding + self.action_projection(previous.to(embedding.dtype))
+        if self.visit_projection is not None:
+            if visit_features is None:
+                raise ValueError(
+                    "this policy reads its visit memory (policy.visit_input): pass visit_features= "
+                    "(policy.new_visit_memory read with the drones' poses) to act, value and "
+                    "evaluate_sequences"
+                )
+            self._check_shape(
+                "visit features", visit_features, (*embedding.shape[:-1], self.cfg.visits.features)
+            )
+            embedding = embedding + self.visit_projection(
+                VISIT_INPUT_GAIN * visit_features.to(embedding.dtype)
+            )
         return self._with_memory(embedding, loop_score)
 
     def _with_memory(self, embedding: torch.Tensor, loop_score: torch.Tensor | None) -> torch.Tensor:
@@ -217,7 +260,9 @@ class NaviPolicy(nn.Module):
         state: torch.Tensor,
         episode_start: torch.Tensor,
         deterministic: bool = False,
+        *,
         memory: EpisodicMemory | None = None,
+        visit_features: torch.Tensor | None = None,
     ) -> ActOutput:
         """Choose actions for one step (no gradients).
 
@@ -228,6 +273,8 @@ class NaviPolicy(nn.Module):
             deterministic: Return the Gaussian mean instead of a sample.
             memory: the drones' episodic memory (:meth:`new_memory`), required with memory_input:
                 this step's observation is scored against it and then remembered.
+            visit_features: ``[B, F]`` the drones' visit features at this step
+                (:meth:`VisitMemory.observe` with their poses), required with visit_input.
 
         Returns:
             :class:`ActOutput` with raw actions (:meth:`physics_action` maps them for physics).
@@ -241,7 +288,8 @@ class NaviPolicy(nn.Module):
         if self.cfg.memory_input and memory is not None:
             loop_score = memory.observe(embedding, episode_start)
         core_state, previous = self._split_state(state)
-        features, new_state = self.core.step(self._core_input(embedding, loop_score, previous), core_state)
+        core_input = self._core_input(embedding, loop_score, previous, visit_features)
+        features, new_state = self.core.step(core_input, core_state)
         mean, log_std = self.actor(features)
         action = mean if deterministic else mean + torch.exp(log_std) * torch.randn_like(mean)
         new_state = self._join_state(new_state, action)
@@ -256,6 +304,7 @@ class NaviPolicy(nn.Module):
             action_chunk=None if later is None else torch.cat([mean[:, None], later], dim=1),
             action_log_std=log_std,
             loop_score=loop_score,
+            visit_features=visit_features if self.cfg.visit_input else None,
         )
 
     def evaluate_sequences(
@@ -267,6 +316,7 @@ class NaviPolicy(nn.Module):
         lags: torch.Tensor | None = None,
         *,
         loop_scores: torch.Tensor | None = None,
+        visit_features: torch.Tensor | None = None,
     ) -> SequenceEval:
         """Re-evaluate a rollout window from the state stored at its start (with gradients).
 
@@ -279,6 +329,8 @@ class NaviPolicy(nn.Module):
                 :mod:`navi_actor.models.open_loop`); None or all 0: every tick's own distribution.
             loop_scores: ``[T, B]`` episodic loop scores recorded at acting time (``ActOutput.loop_score``);
                 required with memory_input, ignored without.
+            visit_features: ``[T, B, F]`` visit features recorded at acting time
+                (``ActOutput.visit_features``); required with visit_input, ignored without.
 
         Returns:
             :class:`SequenceEval` with ``[T, B]`` log-probabilities, entropies and values.
@@ -297,7 +349,8 @@ class NaviPolicy(nn.Module):
             executed = self.physics_action(actions).to(embedding.dtype)
             previous = torch.cat([previous0[None].to(embedding.dtype), executed[:-1]], dim=0)
             previous = previous * (~episode_starts).to(previous.dtype)[..., None]
-        core_input = self._core_input(embedding, loop_scores if self.cfg.memory_input else None, previous)
+        loop_scores = loop_scores if self.cfg.memory_input else None
+        core_input = self._core_input(embedding, loop_scores, previous, visit_features)
         features, final_state = self.core.sequence(core_input, core_state0, episode_starts)
         final_state = self._join_state(final_state, actions[-1])
         mean, log_std = self.actor(features)
@@ -326,11 +379,13 @@ class NaviPolicy(nn.Module):
         state: torch.Tensor,
         episode_start: torch.Tensor,
         memory: EpisodicMemory | None = None,
+        visit_features: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Bootstrap value ``[B]`` for ``obs [B, C, Az, El]`` after ``state [B, S]`` (no gradients).
 
         With memory_input, ``obs`` is scored against ``memory`` without being remembered
         (:meth:`EpisodicMemory.peek`): the step that acts on it later scores and remembers it.
+        With visit_input, ``visit_features [B, F]`` are those of ``obs``'s pose (:meth:`VisitMemory.peek`).
         """
         embedding = self.encode(obs)
         self._check_shape("state", state, (obs.shape[0], self.state_size))
@@ -340,5 +395,6 @@ class NaviPolicy(nn.Module):
         if self.cfg.memory_input and memory is not None:
             loop_score = memory.peek(embedding, episode_start)
         core_state, previous = self._split_state(state)
-        features, _ = self.core.step(self._core_input(embedding, loop_score, previous), core_state)
+        core_input = self._core_input(embedding, loop_score, previous, visit_features)
+        features, _ = self.core.step(core_input, core_state)
         return self.critic(features)

@@ -64,6 +64,9 @@ class RolloutCollector:
             :mod:`navi_actor.models.open_loop`); 0: always a fresh action.
         memory: the drones' episodic memory for a policy with ``memory_input`` (pass the shaper's,
             so the loop penalty and the policy read one memory; None: the policy's own new one).
+
+    A policy with ``visit_input`` reads the drones' visit memory, kept here and fed their poses
+    (``env.poses()``) before every step.
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class RolloutCollector:
         self.state = policy.initial_state(B, device)
         self.episode_start = torch.ones(B, dtype=torch.bool, device=device)
         self.memory = memory if memory is not None else policy.new_memory(B, device)
+        self.visits = policy.new_visit_memory(B, device)
         self._running_return = torch.zeros(B, device=device)
         self._running_shaped = torch.zeros(B, device=device)
         self._running_length = torch.zeros(B, device=device)
@@ -122,7 +126,10 @@ class RolloutCollector:
         self.policy.eval()  # no behaviour change, but makes the intent explicit
         for t in range(T):
             with timer.stage("policy"):
-                acted = self.policy.act(self.obs, self.state, self.episode_start, memory=self.memory)
+                acted = self.policy.act(
+                    self.obs, self.state, self.episode_start, memory=self.memory,
+                    visit_features=self._visit_features(write=True),
+                )  # fmt: skip
                 action, log_prob, lag = acted.action, acted.log_prob, None
                 if self.open_loop is not None:
                     assert acted.action_chunk is not None and acted.action_log_std is not None
@@ -143,13 +150,14 @@ class RolloutCollector:
                     value=acted.value,
                     lag=lag,
                     loop_score=acted.loop_score,
+                    visit_features=acted.visit_features,
                 )
             with timer.stage("env"):
                 step = self.env.step(self.policy.physics_action(action))
             with timer.stage("shaping"):
                 reward, terms = self._shape(step, acted if lag is None else replace(acted, action=action))
             with timer.stage("bootstrap"):
-                final_value = self._truncation_values(step, acted.state)
+                final_value = self._truncation_values(step, acted)
             storage.insert_outcome(t, reward, step.terminated, step.truncated, final_value)
             self._account(t, step, reward, ended=ended, sums=sums, terms=terms)
             self.obs = step.obs.clone()  # the environment may reuse its buffers in place
@@ -157,7 +165,10 @@ class RolloutCollector:
             if self.on_step is not None:
                 self.on_step(self.obs)
         with timer.stage("policy"):
-            last_values = self.policy.value(self.obs, self.state, self.episode_start, memory=self.memory)
+            last_values = self.policy.value(
+                self.obs, self.state, self.episode_start, memory=self.memory,
+                visit_features=self._visit_features(write=False),
+            )  # fmt: skip
         storage.compute_returns(last_values, gamma, gae_lambda)
         return self._summarise(ended, sums, timer.totals())
 
@@ -167,13 +178,29 @@ class RolloutCollector:
         bonus, terms = self.shaping(self.obs, step, acted, self.episode_start)
         return step.reward + bonus, terms
 
-    def _truncation_values(self, step: VectorStep, state_after: torch.Tensor) -> torch.Tensor | None:
-        """V(final_obs) with the state of this step (before any reset), only if a row was truncated."""
+    def _visit_features(self, *, write: bool) -> torch.Tensor | None:
+        """The drones' visit features ``[B, F]`` at their current poses (None without visit_input);
+        ``write``: remember the poses (an acting step), else only read them (a bootstrap value)."""
+        if self.visits is None:
+            return None
+        position, yaw = self.env.poses()
+        device = self.storage.device
+        read = self.visits.observe if write else self.visits.peek
+        return read(position.to(device), yaw.to(device), self.episode_start)
+
+    def _truncation_values(self, step: VectorStep, acted: ActOutput) -> torch.Tensor | None:
+        """V(final_obs) with the state of this step (before any reset), only if a row was truncated.
+
+        The final pose is gone after the auto-reset: the visit features are those of the pose the
+        drone acted from, one step earlier.
+        """
         if not bool(step.truncated.any()):
             return None
         no_reset = torch.zeros_like(step.truncated)
         final_obs = step.final_obs.to(self.storage.device)
-        return self.policy.value(final_obs, state_after, no_reset, memory=self.memory)
+        return self.policy.value(
+            final_obs, acted.state, no_reset, memory=self.memory, visit_features=acted.visit_features
+        )
 
     def _account(
         self,

@@ -41,6 +41,8 @@ class SequenceBatch:
     mirror_means: torch.Tensor | None = None
     # [L, M] episodic loop scores the policy read while acting (policy.memory_input; 0 otherwise)
     loop_scores: torch.Tensor | None = None
+    # [L, M, F] visit features the policy read while acting (policy.visit_input; F = 0 otherwise)
+    visit_features: torch.Tensor | None = None
 
 
 class RolloutStorage:
@@ -53,6 +55,7 @@ class RolloutStorage:
         action_dim: A, action size (4).
         state_size: S, flattened recurrent state size of the policy.
         sequence_length: L, BPTT chunk length; must divide ``num_steps``.
+        visit_features: F, visit features per step the policy reads (policy.visit_input; 0: none).
         device: where every buffer lives (the policy's device).
     """
 
@@ -65,6 +68,7 @@ class RolloutStorage:
         action_dim: int,
         state_size: int,
         sequence_length: int,
+        visit_features: int = 0,
         device: torch.device | str = "cpu",
     ) -> None:
         if num_steps % sequence_length != 0:
@@ -93,6 +97,8 @@ class RolloutStorage:
         self.lags = torch.zeros((T, B), dtype=torch.long, device=self.device)
         # the episodic loop score each step's core input carried (policy.memory_input); 0: none
         self.loop_scores = torch.zeros((T, B), dtype=torch.float32, device=self.device)
+        # the visit features each step's core input carried (policy.visit_input); [T, B, 0]: none
+        self.visit_features = torch.zeros((T, B, visit_features), dtype=torch.float32, device=self.device)
         self.sequence_states = floats(self.num_chunks, B, state_size)
         self.advantages = floats(T, B)
         self.returns = floats(T, B)
@@ -111,6 +117,7 @@ class RolloutStorage:
         value: torch.Tensor,
         lag: torch.Tensor | None = None,
         loop_score: torch.Tensor | None = None,
+        visit_features: torch.Tensor | None = None,
     ) -> None:
         """Record what the policy saw and did at ``step`` (before the environment answered).
 
@@ -124,6 +131,7 @@ class RolloutStorage:
             value: [B] critic value of ``obs``.
             lag: [B] long, the chunk entry ``action`` was drawn from (None: 0, a fresh action).
             loop_score: [B] episodic loop score the policy read (``ActOutput.loop_score``; None: 0).
+            visit_features: [B, F] visit features the policy read (``ActOutput.visit_features``).
         """
         self.obs[step].copy_(obs)
         if lag is None:
@@ -134,6 +142,8 @@ class RolloutStorage:
             self.loop_scores[step].zero_()
         else:
             self.loop_scores[step].copy_(loop_score)
+        if visit_features is not None:
+            self.visit_features[step].copy_(visit_features)
         self.episode_starts[step].copy_(episode_start)
         self.actions[step].copy_(action)
         self.log_probs[step].copy_(log_prob)
@@ -248,5 +258,6 @@ class RolloutStorage:
             state0=self.sequence_states[chunk, drone],
             lags=take(self.lags),
             loop_scores=take(self.loop_scores),
+            visit_features=take(self.visit_features),
             mirror_means=None if self.mirror_means is None else take(self.mirror_means),
         )

@@ -1,0 +1,83 @@
+"""Cloning a policy that reads its visit memory: each frame gets the features of its recorded pose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from navi_actor.bc import BCConfig
+from navi_actor.bc.dataset import DemoData, DemonstrationError, load_demonstrations
+from navi_actor.bc.trainer import train_bc
+from navi_actor.bc.visit_features import demo_visit_features
+from navi_actor.memory import VisitMemory, VisitMemoryConfig
+from navi_actor.models import NaviPolicy, PolicyConfig
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+EAGER = VisitMemoryConfig(write_every=1, exclusion_window=0)
+
+
+def posed_demo(path: Path, frames: int, episode_every: int, *, poses: bool = True, seed: int = 0) -> Path:
+    """A demonstration whose drone walks along x at 0.5 m per frame, turning as it goes."""
+    rng = np.random.default_rng(seed)
+    arrays: dict[str, np.ndarray] = {
+        "observations": rng.random((frames, 3, 16, 8), dtype=np.float32),
+        "actions": rng.uniform(-1, 1, (frames, 4)).astype(np.float32),
+        "episode_starts": np.arange(frames) % episode_every == 0,
+        "segment_scenes": np.array(["room"]),
+        "metadata": np.array(json.dumps({"schema_version": 1, "matrix_shape": [16, 8], "pilot": "test"})),
+    }
+    if poses:
+        step = np.arange(frames) % episode_every
+        arrays["positions"] = np.stack([0.5 * step, np.zeros(frames), np.zeros(frames)], 1).astype(np.float32)
+        arrays["yaw"] = (0.3 * step).astype(np.float32)
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+    return path
+
+
+def test_frames_get_the_features_of_their_episode_replayed_from_its_first_pose(tmp_path: Path) -> None:
+    data = load_demonstrations([posed_demo(tmp_path / "a.npz", 20, 7), posed_demo(tmp_path / "b.npz", 9, 9)])
+    assert data.positions is not None and data.yaws is not None
+    features = demo_visit_features(data, EAGER)
+    for start, end in data.episode_bounds.tolist():  # the reference: one memory per episode, in order
+        memory = VisitMemory(EAGER, 1)
+        for frame in range(start, end):
+            expected = memory.observe(
+                data.positions[frame : frame + 1],
+                data.yaws[frame : frame + 1],
+                torch.tensor([frame == start]),
+            )
+            torch.testing.assert_close(features[frame], expected[0])
+    assert float(features[data.episode_starts].abs().max()) == 0.0 and float(features.max()) > 0.0
+    picked = data.select_episodes(torch.tensor([2, 0]))
+    assert picked.positions is not None and torch.equal(picked.positions[:2], data.positions[14:16])
+
+
+def test_demonstrations_without_poses_are_refused_for_a_visit_reading_policy(tmp_path: Path) -> None:
+    data = load_demonstrations(
+        [posed_demo(tmp_path / "a.npz", 10, 5), posed_demo(tmp_path / "b.npz", 10, 5, poses=False)]
+    )
+    assert data.positions is None  # one file without poses: the data has none
+    with pytest.raises(DemonstrationError, match="visit_input"):
+        demo_visit_features(data, EAGER)
+
+
+def test_cloning_trains_the_visit_projection_from_the_recorded_poses(tmp_path: Path) -> None:
+    data: DemoData = load_demonstrations([posed_demo(tmp_path / "a.npz", 64, 16)])
+    torch.manual_seed(0)
+    config = PolicyConfig(
+        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
+        visit_input=True, visits=EAGER,
+    )  # fmt: skip
+    policy = NaviPolicy(config)
+    bc = BCConfig(epochs=3, sequence_length=8, streams=2, learning_rate=1e-2)
+    history = train_bc(
+        policy, data, data.select_episodes(torch.tensor([0])), bc, torch.Generator().manual_seed(0)
+    )
+    assert policy.visit_projection is not None
+    assert float(policy.visit_projection.weight.detach().abs().max()) > 0.0  # it read non-zero features
+    assert np.isfinite(history.holdout_mse[-1])
