@@ -9,12 +9,14 @@ from point_rollouts import RecordingEnv
 from navi_actor.algorithms.ppo import PPOLearner
 from navi_actor.config import PPOConfig
 from navi_actor.envs.point import PointGoalEnv
+from navi_actor.inference.policy_source import PolicySource
 from navi_actor.inference.stepper import PolicyStepper
 from navi_actor.memory import VisitMemoryConfig
 from navi_actor.memory.visits import mirror_visit_features
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.models.mirror import mirror_action, mirror_observation
 from navi_actor.runners.rollout_collector import RolloutCollector
+from navi_actor.service.brain_core import BrainCore
 from navi_actor.storage import RolloutStorage
 
 AZ, EL, B = 16, 8, 3
@@ -73,6 +75,8 @@ def test_acting_without_the_features_is_refused_and_the_stepper_refuses_the_poli
         policy.act(obs, policy.initial_state(B), start, visit_features=torch.zeros(B, 3))
     with pytest.raises(ValueError, match="visit_input"):
         PolicyStepper(policy, B)  # the brains carry no poses yet: refused in one line
+    with pytest.raises(ValueError, match="visit_input"):  # the brain refuses it at startup
+        BrainCore(PolicySource(None, "fresh", None), policy.cfg)
     assert NaviPolicy(config()).new_visit_memory(B) is None  # a policy without the input needs none
 
 

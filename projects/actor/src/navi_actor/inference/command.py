@@ -60,9 +60,9 @@ def infer(*, checkpoint: Path | None, deterministic: bool | None, no_telemetry: 
             device=settings.train.device,
             seed=config.seed,
         )
+        stepper = PolicyStepper(policy, built.env.num_actors, deterministic=config.deterministic)
     except (ValueError, FileNotFoundError) as error:  # CheckpointError is a ValueError
         raise click.ClickException(str(error)) from error
-    stepper = PolicyStepper(policy, built.env.num_actors, deterministic=config.deterministic)
     publisher = (
         Publisher(settings.telemetry.endpoint, curve=load_keys(settings.telemetry.keys))
         if settings.telemetry.enabled

@@ -10,7 +10,20 @@ from __future__ import annotations
 
 import torch
 
-from navi_actor.models import ActOutput, NaviPolicy
+from navi_actor.models import ActOutput, NaviPolicy, PolicyConfig
+
+
+def refuse_unservable(config: PolicyConfig) -> None:
+    """Raise a one-line ``ValueError`` for a policy the stepper cannot serve (checked at startup).
+
+    A policy reading its visit memory (``policy.visit_input``) needs the drones' poses at every
+    step; the stepper, and so ``infer`` and the brains, do not carry them yet.
+    """
+    if config.visit_input:
+        raise ValueError(
+            "this policy reads its visit memory (policy.visit_input), which needs the drones' poses: "
+            "infer and the brains do not serve it yet; judge it with navi-actor evaluate"
+        )
 
 
 class PolicyStepper:
@@ -33,11 +46,7 @@ class PolicyStepper:
     ) -> None:
         if num_actors < 1:
             raise ValueError(f"num_actors must be >= 1, got {num_actors}")
-        if policy.cfg.visit_input:
-            raise ValueError(
-                "this policy reads its visit memory (policy.visit_input), which needs the drones' poses: "
-                "the stepper (infer, the brains) does not serve it yet; judge it with navi-actor evaluate"
-            )
+        refuse_unservable(policy.cfg)
         self.policy = policy.eval()
         self.deterministic = deterministic
         self.device = torch.device(device) if device is not None else next(policy.parameters()).device

@@ -12,7 +12,7 @@ import structlog
 import torch
 
 from navi_actor.inference.policy_source import PolicySource, build_policy
-from navi_actor.inference.stepper import PolicyStepper
+from navi_actor.inference.stepper import PolicyStepper, refuse_unservable
 from navi_actor.models import PolicyConfig
 from navi_actor.service.wire import action_message, observation_tensor
 from navi_contracts import Action, DistanceMatrix
@@ -40,6 +40,8 @@ class BrainCore:
         deterministic: bool = False,
         seed: int = 0,
     ) -> None:
+        served = source.checkpoint.policy_config if source.checkpoint is not None else fresh_config
+        refuse_unservable(served)
         self.source, self.fresh_config = source, fresh_config
         self.device = torch.device(device)
         self.deterministic, self.seed = deterministic, seed
