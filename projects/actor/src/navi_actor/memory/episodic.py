@@ -28,30 +28,20 @@ import torch
 import torch.nn.functional as nnf
 
 from navi_actor.memory.config import EpisodicMemoryConfig
+from navi_actor.memory.ring import EpisodeRing
 
 
-class EpisodicMemory:
+class EpisodicMemory(EpisodeRing):
     """Batched cosine-similarity memory of ``num_drones`` drones (not trained, not checkpointed)."""
 
     def __init__(
         self, cfg: EpisodicMemoryConfig, num_drones: int, dim: int, device: torch.device | str = "cpu"
     ) -> None:
+        super().__init__(num_drones, cfg.capacity, cfg.write_every, device)
         self.cfg = cfg
         self.entries = torch.zeros(num_drones, cfg.capacity, dim, device=device)  # unit vectors
-        # Insert ordinal of each slot within the episode; -1 marks an empty slot.
-        self.entry_index = torch.full((num_drones, cfg.capacity), -1, dtype=torch.long, device=device)
-        self.inserted = torch.zeros(num_drones, dtype=torch.long, device=device)  # entries this episode
-        self.steps = torch.zeros(num_drones, dtype=torch.long, device=device)  # steps this episode
-        self._rows = torch.arange(num_drones, device=device)
         self.center = torch.zeros(dim, device=device)  # EMA of embeddings (see module docstring)
         self._center_ready = False
-
-    def reset(self, mask: torch.Tensor) -> None:
-        """Empty the rows where ``mask [B]`` (bool) is True."""
-        keep = ~mask
-        self.entry_index = torch.where(keep[:, None], self.entry_index, -1)
-        self.inserted = self.inserted * keep
-        self.steps = self.steps * keep
 
     def query(self, unit: torch.Tensor) -> torch.Tensor:
         """Decayed max cosine similarity of ``unit [B, D]`` (L2-normalised) to eligible entries.
@@ -60,22 +50,13 @@ class EpisodicMemory:
             ``[B]`` loop score in ``[0, 1]``; 0 when no entry is eligible.
         """
         similarity = torch.einsum("bcd,bd->bc", self.entries, unit)  # [B, C]
-        age = self.inserted[:, None] - 1 - self.entry_index  # [B, C]; newest entry has age 0
-        eligible = (self.entry_index >= 0) & (age >= self.cfg.exclusion_window)
+        eligible, age = self.eligible(self.cfg.exclusion_window)
         decayed = similarity * self.cfg.age_decay ** age.clamp_min(0).to(similarity.dtype)
         return torch.where(eligible, decayed, 0.0).amax(dim=1).clamp_min(0.0)
 
     def insert(self, unit: torch.Tensor) -> None:
         """Write ``unit [B, D]`` for rows at a write step (every ``write_every``-th); advance the step."""
-        write = self.steps % self.cfg.write_every == 0  # [B]
-        slot = self.inserted % self.cfg.capacity  # ring: overwrite the oldest entry
-        current = self.entries[self._rows, slot]  # [B, D]
-        self.entries[self._rows, slot] = torch.where(write[:, None], unit, current)
-        self.entry_index[self._rows, slot] = torch.where(
-            write, self.inserted, self.entry_index[self._rows, slot]
-        )
-        self.inserted = self.inserted + write
-        self.steps = self.steps + 1
+        self.write(self.entries, unit)
 
     def normalise(self, embedding: torch.Tensor) -> torch.Tensor:
         """Fold ``embedding [B, D]`` into the running centre, then centre and L2-normalise it."""

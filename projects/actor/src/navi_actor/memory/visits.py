@@ -8,11 +8,12 @@ ahead, counted towards positive yaw) how many past positions lie within ``radius
 many lie within ``here_radius`` (a revisit), each squashed as ``1 - exp(-n / saturation)`` into
 [0, 1). It uses only what the frontier planner uses: the drone's own pose, never the scene.
 
-Rules, as in :mod:`navi_actor.memory.episodic`: cleared per episode (rows whose ``episode_start``
-is True are emptied first), a position is written every ``write_every``-th step (the first
-included; the oldest is overwritten when full), the ``exclusion_window`` newest positions are not
-counted (the path just flown is always close), and :meth:`VisitMemory.peek` reads without writing.
-Batched over drones as ``[B, capacity, 3]`` tensors; not trained, not checkpointed.
+Rules, as in :mod:`navi_actor.memory.episodic` (the slot rules are shared,
+:mod:`navi_actor.memory.ring`): cleared per episode (rows whose ``episode_start`` is True are
+emptied first), a position is written every ``write_every``-th step (the first included; the
+oldest is overwritten when full), the ``exclusion_window`` newest positions are not counted (the
+path just flown is always close), and :meth:`VisitMemory.peek` reads without writing. Batched over
+drones as ``[B, capacity, 3]`` tensors; not trained, not checkpointed.
 """
 
 from __future__ import annotations
@@ -22,33 +23,22 @@ import math
 import torch
 
 from navi_actor.memory.config import VisitMemoryConfig
+from navi_actor.memory.ring import EpisodeRing
 
 
-class VisitMemory:
+class VisitMemory(EpisodeRing):
     """Past positions of ``num_drones`` drones this episode, read as direction features ``[B, F]``."""
 
     def __init__(self, cfg: VisitMemoryConfig, num_drones: int, device: torch.device | str = "cpu") -> None:
+        super().__init__(num_drones, cfg.capacity, cfg.write_every, device)
         self.cfg = cfg
         self.positions = torch.zeros(num_drones, cfg.capacity, 3, device=device)
-        # Insert ordinal of each slot within the episode; -1 marks an empty slot.
-        self.entry_index = torch.full((num_drones, cfg.capacity), -1, dtype=torch.long, device=device)
-        self.inserted = torch.zeros(num_drones, dtype=torch.long, device=device)
-        self.steps = torch.zeros(num_drones, dtype=torch.long, device=device)
-        self._rows = torch.arange(num_drones, device=device)
-
-    def reset(self, mask: torch.Tensor) -> None:
-        """Empty the rows where ``mask [B]`` (bool) is True."""
-        keep = ~mask
-        self.entry_index = torch.where(keep[:, None], self.entry_index, -1)
-        self.inserted = self.inserted * keep
-        self.steps = self.steps * keep
 
     def features(self, position: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
         """``[B, F]`` features of the drones at ``position [B, 3]`` heading ``yaw [B]`` (no writes)."""
         cfg = self.cfg
         offset = self.positions - position[:, None, :].to(self.positions.dtype)  # [B, C, 3]
-        age = self.inserted[:, None] - 1 - self.entry_index
-        eligible = (self.entry_index >= 0) & (age >= cfg.exclusion_window)
+        eligible, _ = self.eligible(cfg.exclusion_window)
         eligible = eligible & (offset[..., 2].abs() <= cfg.height)
         distance = offset[..., :2].norm(dim=-1)  # [B, C]
         bearing = torch.atan2(offset[..., 1], offset[..., 0]) - yaw[:, None].to(offset.dtype)
@@ -64,15 +54,7 @@ class VisitMemory:
         """Clear rows starting an episode, read the features ``[B, F]``, then remember the position."""
         self.reset(episode_start.bool())
         features = self.features(position, yaw)
-        write = self.steps % self.cfg.write_every == 0
-        slot = self.inserted % self.cfg.capacity
-        current = self.positions[self._rows, slot]
-        self.positions[self._rows, slot] = torch.where(write[:, None], position.to(current.dtype), current)
-        self.entry_index[self._rows, slot] = torch.where(
-            write, self.inserted, self.entry_index[self._rows, slot]
-        )
-        self.inserted = self.inserted + write
-        self.steps = self.steps + 1
+        self.write(self.positions, position)
         return features
 
     def peek(self, position: torch.Tensor, yaw: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
