@@ -137,9 +137,8 @@ class RolloutCollector:
                         t, episode_start=self.episode_start, action=action, log_prob=log_prob,
                         chunk_means=acted.action_chunk, log_std=acted.action_log_std,
                     )  # fmt: skip
-                # the next step reads the executed action (policy.previous_action_input)
-                state_after = self.policy.with_executed_action(acted.state, action)
-                acted = replace(acted, state=state_after)
+                    # the next step reads the executed chunk entry (policy.previous_action_input)
+                    acted = replace(acted, state=self.policy.with_executed_action(acted.state, action))
                 storage.insert(
                     t,
                     obs=self.obs,
