@@ -32,7 +32,7 @@ Each training run's folder (its checkpoint, and the warm start's flights: about 
 judge it again; the JSON names it (``run_dir``) and stderr says its size. Delete it when done.
 
     uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR]
-        [--split stratified|tail] [--warm-start-steps N [--warm-start-epochs E]]
+        [--split stratified|tail | --heldout-scenes A,B] [--warm-start-steps N [--warm-start-epochs E]]
 """
 
 from __future__ import annotations
@@ -49,18 +49,22 @@ from navi_actor.bc.config import WarmStartConfig
 from navi_actor.bc.warm_start import run_warm_start, settings_after_warm_start
 from navi_actor.config import ActorSettings
 from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, ReactiveHeuristic
-from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_scenes
+from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_named, split_scenes
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
 
-def corpus_split(corpus: Path | None, holdout: float, split: SplitMode) -> tuple[list[Path], list[Path]]:
+def corpus_split(
+    corpus: Path | None, holdout: float, split: SplitMode, named: list[str] | None = None
+) -> tuple[list[Path], list[Path]]:
     """(training scenes, held-out scenes) of the corpus (the default one is built if missing)."""
     from navi_environment.corpus.prepare import ensure_default_corpus
 
     folder = corpus if corpus is not None else ensure_default_corpus(progress=True)
     scenes = corpus_scenes(folder)
     try:
+        if named:
+            return split_named(scenes, named)
         return split_scenes(scenes, scene_families(folder, scenes), holdout, split)
     except ValueError as error:
         raise click.ClickException(str(error)) from error
@@ -284,6 +288,13 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     help="stratified: the last share of every family; tail: the last share of the corpus.",
 )
 @click.option(
+    "--heldout-scenes",
+    default=None,
+    help="Comma-separated scene names (file stems) to hold out instead of --split/--holdout, e.g. "
+    "apartment_003,maze_003: a corpus grown with more scenes per family keeps its earlier scenes' "
+    "names, so a run on it is judged on the same scenes as runs on the smaller corpus.",
+)
+@click.option(
     "--episodes",
     type=int,
     default=8,
@@ -325,6 +336,7 @@ def main(
     corpus: Path | None,
     holdout: float,
     split: SplitMode,
+    heldout_scenes: str | None,
     episodes: int,
     episode_steps: int,
     threads: int | None,
@@ -337,7 +349,8 @@ def main(
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
     if threads is not None:
         torch.set_num_threads(threads)
-    train_scenes, eval_scenes = corpus_split(corpus, holdout, split)
+    named = [name.strip() for name in heldout_scenes.split(",") if name.strip()] if heldout_scenes else None
+    train_scenes, eval_scenes = corpus_split(corpus, holdout, split, named)
     warm = WarmStartConfig(
         steps=warm_start_steps, epochs=warm_start_epochs, value_updates=warm_start_value_updates
     )
@@ -353,7 +366,7 @@ def main(
         "benchmark": "learning",
         **run,
         "train_scenes": len(train_scenes),
-        "split": split,
+        "split": "named" if named else split,
         "heldout_scenes": [p.stem for p in eval_scenes],
         "episodes_per_scene": episodes,
         "episode_steps": episode_steps,

@@ -119,6 +119,21 @@ def test_bench_refuses_to_judge_a_checkpoint_on_a_scene_it_trained_on(
     assert "trained on held-out scenes ['hall_000.gmdag']" in result.stderr
 
 
+def test_named_held_out_scenes_judge_the_same_scenes_as_the_split(
+    corpus: Path, trained: dict[str, Any]
+) -> None:
+    """--heldout-scenes names the held-out scenes (a grown corpus keeps them): here the tail split's
+    own scene, so the re-judged numbers equal the run's; a name the corpus lacks is one line."""
+    named = json_line(
+        bench("--corpus", str(corpus), "--checkpoint", trained["checkpoint"], "--heldout-scenes", "hall_001")
+    )
+    assert named["split"] == "named" and named["heldout_scenes"] == ["hall_001"]
+    assert named["results"] == trained["results"]
+    missing = bench("--corpus", str(corpus), "--checkpoint", trained["checkpoint"], "--heldout-scenes", "maze_9")
+    assert missing.returncode != 0 and "Error: the corpus has no scene named maze_9" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
 WARM_STEPS = 256  # 64 per drone (rollout.num_actors = 4)
 
 

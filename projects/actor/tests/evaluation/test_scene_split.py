@@ -1,4 +1,4 @@
-"""Held-out scene splits of the learning benchmark: stratified by family, or the corpus tail."""
+"""Held-out scene splits of the learning benchmark: stratified by family, the corpus tail, or named."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from navi_actor.evaluation.scene_split import scene_families, split_scenes
+from navi_actor.evaluation.scene_split import scene_families, split_named, split_scenes
 
 FAMILIES = ["apartment"] * 4 + ["maze"] * 4 + ["hall"] * 4
 
@@ -53,6 +53,29 @@ def test_stratified_split_never_empties_a_family_and_skips_singletons() -> None:
 def test_impossible_splits_fail_with_a_reason(families: list[str], share: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         split_scenes(_paths(families), families, share)
+
+
+def test_named_split_holds_out_exactly_the_named_scenes_in_corpus_order() -> None:
+    scenes = _paths(FAMILIES)
+    train, held = split_named(scenes, ["hall_001", "apartment_003", "hall_001"])
+    assert [p.stem for p in held] == ["apartment_003", "hall_001"]
+    assert len(train) == len(scenes) - 2 and not {p.stem for p in train} & {"apartment_003", "hall_001"}
+    # a grown corpus keeps the same held-out scenes under their names
+    grown = _paths(["apartment"] * 16 + ["maze"] * 16)
+    assert [p.stem for p in split_named(grown, ["apartment_003"])[1]] == ["apartment_003"]
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ([], "at least one held-out scene"),
+        (["apartment_000", "kitchen_007"], "no scene named kitchen_007"),
+        (["apartment_000", "apartment_001"], "nothing is left to train on"),
+    ],
+)
+def test_impossible_named_splits_fail_with_a_reason(names: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        split_named(_paths(["apartment", "apartment"]), names)
 
 
 def test_families_come_from_the_manifest_else_the_file_name(tmp_path: Path) -> None:

@@ -77,3 +77,29 @@ def split_scenes(
             "use the tail split"
         )
     return train, held_out
+
+
+def split_named(scenes: Sequence[Path], held_out_stems: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """``(training, held_out)``: exactly the scenes named by ``held_out_stems`` (file stems) held out.
+
+    Why: a corpus grown with more scenes per family (``corpus prepare --count-per-family``) keeps the
+    scenes it had (a scene's name is its family and seed), but the stratified split would then hold out
+    other ones; naming the held-out scenes keeps a learning run on the grown corpus judged on the same
+    scenes as earlier runs.
+
+    Raises:
+        ValueError: a name the corpus does not have, no name, or no scene left to train on.
+    """
+    wanted = list(dict.fromkeys(held_out_stems))
+    if not wanted:
+        raise ValueError("name at least one held-out scene")
+    stems = {path.stem for path in scenes}
+    missing = [stem for stem in wanted if stem not in stems]
+    if missing:
+        raise ValueError(f"the corpus has no scene named {', '.join(missing)}")
+    held = set(wanted)
+    train = [path for path in scenes if path.stem not in held]
+    held_out = [path for path in scenes if path.stem in held]
+    if not train:
+        raise ValueError("every scene of the corpus is held out: nothing is left to train on")
+    return train, held_out
