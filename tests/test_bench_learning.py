@@ -129,7 +129,8 @@ def test_named_held_out_scenes_judge_the_same_scenes_as_the_split(
     )
     assert named["split"] == "named" and named["heldout_scenes"] == ["hall_001"]
     assert named["results"] == trained["results"]
-    missing = bench("--corpus", str(corpus), "--checkpoint", trained["checkpoint"], "--heldout-scenes", "maze_9")
+    judge = ("--corpus", str(corpus), "--checkpoint", trained["checkpoint"])
+    missing = bench(*judge, "--heldout-scenes", "maze_9")
     assert missing.returncode != 0 and "Error: the corpus has no scene named maze_9" in missing.stderr
     assert "Traceback" not in missing.stderr
 

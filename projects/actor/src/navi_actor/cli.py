@@ -311,21 +311,31 @@ _EVAL_OPTIONS = [
     ),
     click.option("--seed", type=int, default=0, show_default=True, help="Plan and sampling seed."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    click.option(
+        "--paths",
+        "paths",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        help="Also draw where every planned episode flew: one top-down PNG per scene in this folder, "
+        "a panel per policy and mode, left to right in the order flown.",
+    ),
     *_ENV_OPTIONS,
 ]
 
 
 def _run_evaluation(
-    specs: list[str], *, episodes_per_scene: int, mode: Any, seed: int, as_json: bool, env: dict[str, Any]
-) -> None:
+    specs: list[str], *, episodes_per_scene: int, mode: Any, seed: int, as_json: bool, paths: Path | None,
+    env: dict[str, Any],
+) -> None:  # fmt: skip
     from navi_actor.evaluation.command import evaluate_specs, format_text
 
     if not specs:
         raise click.UsageError("name a policy: a CHECKPOINT argument or --policy random|heuristic|frontier")
     settings, environment = _evaluation_environment(env)
     result = evaluate_specs(
-        specs, environment, settings.train.device, episodes_per_scene=episodes_per_scene, mode=mode, seed=seed
-    )
+        specs, environment, settings.train.device, episodes_per_scene=episodes_per_scene, mode=mode,
+        seed=seed, paths=paths,
+    )  # fmt: skip
     click.echo(json.dumps(result) if as_json else format_text(result))
 
 
@@ -334,7 +344,7 @@ def _run_evaluation(
 @_with_options(_EVAL_OPTIONS)
 def evaluate(
     checkpoint: Path | None, *, policies: tuple[str, ...], episodes_per_scene: int, mode: Any, seed: int,
-    as_json: bool, **env: Any,
+    as_json: bool, paths: Path | None, **env: Any,
 ) -> None:  # fmt: skip
     """Evaluate policies on a fixed episode plan (pure inference, no learning), with 95% intervals.
 
@@ -343,8 +353,9 @@ def evaluate(
     """
     specs = ([str(checkpoint)] if checkpoint is not None else []) + list(policies)
     _run_evaluation(
-        specs, episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json, env=env
-    )
+        specs, episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json, paths=paths,
+        env=env,
+    )  # fmt: skip
 
 
 @main.command()
@@ -352,13 +363,15 @@ def evaluate(
 @click.argument("second")
 @_with_options([option for option in _EVAL_OPTIONS if option is not _EVAL_OPTIONS[0]])
 def compare(
-    *, first: str, second: str, episodes_per_scene: int, mode: Any, seed: int, as_json: bool, **env: Any
-) -> None:
+    *, first: str, second: str, episodes_per_scene: int, mode: Any, seed: int, as_json: bool,
+    paths: Path | None, **env: Any,
+) -> None:  # fmt: skip
     """Fly FIRST and SECOND (checkpoints, random, heuristic or frontier) on the same episode plan and
     print both with paired differences and ratios (SECOND vs FIRST) and their 95% intervals."""
     _run_evaluation(
-        [first, second], episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json, env=env
-    )
+        [first, second], episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json,
+        paths=paths, env=env,
+    )  # fmt: skip
 
 
 def _register_service_commands() -> None:

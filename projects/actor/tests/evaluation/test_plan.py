@@ -54,7 +54,9 @@ class FakePlannedEnv:
         return self._obs()
 
     def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.zeros(self.num_actors, 3), torch.zeros(self.num_actors)
+        """Position (scene, step of the episode, drone): a recorded path says where it came from."""
+        rows = torch.arange(self.num_actors)
+        return torch.stack([self.scene, self.steps, rows], dim=1).float(), torch.zeros(self.num_actors)
 
     def sample_starts(self, scene: int, count: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = torch.Generator().manual_seed(seed)
@@ -101,6 +103,21 @@ def test_every_planned_episode_is_flown_to_its_end_and_counted_once(drones: int)
     assert report.columns["coverage_share"].tolist() == [0.02] * 4 + [0.10] * 4
     assert report.columns["steps_to_half_coverage"].tolist() == [1.0] * 4 + [5.0] * 4
     assert len(env.starts) == 8  # each planned start placed once
+
+
+def test_recorded_paths_hold_each_planned_episode_where_it_acted_in_plan_order() -> None:
+    """3 drones fly 4 + 4 episodes of 2 and 70 steps (the position buffer grows past 64): every
+    planned episode's path is its own steps 0 .. length-1 in its own scene, whichever drone flew it."""
+    env = FakePlannedEnv(3, lengths=(2, 70))
+    report = evaluate_policy(RandomPolicy(), env, 4, seed=3, record_paths=True)
+    assert report.paths is not None and len(report.paths) == report.plan.size == 8
+    for scene, length, path in zip(
+        report.plan.scenes.tolist(), report.columns["length"], report.paths, strict=True
+    ):
+        assert path.shape == (int(length), 3)
+        assert (path[:, 0] == scene).all() and path[:, 1].tolist() == list(range(int(length)))
+    assert len({float(path[0, 2]) for path in report.paths}) > 1  # several drones flew the plan
+    assert evaluate_policy(RandomPolicy(), FakePlannedEnv(3), 4, seed=3).paths is None  # only when asked
 
 
 def test_two_policies_see_identical_start_poses() -> None:

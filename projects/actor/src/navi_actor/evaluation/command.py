@@ -69,19 +69,28 @@ def modes_for(mode: Mode, learned: bool) -> list[bool]:
 
 
 def evaluate_specs(
-    specs: list[str], env: Any, device: str, *, episodes_per_scene: int, mode: Mode, seed: int
-) -> dict[str, Any]:
-    """Fly every policy of ``specs`` in every mode on one plan; returns the JSON-able result."""
+    specs: list[str], env: Any, device: str, *, episodes_per_scene: int, mode: Mode, seed: int,
+    paths: Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Fly every policy of ``specs`` in every mode on one plan; returns the JSON-able result.
+
+    With ``paths`` (a folder), every episode's positions are kept and drawn: one PNG per scene with
+    a panel per policy and mode (:mod:`navi_actor.evaluation.paths_png`), listed under ``paths``.
+    """
     from navi_actor.evaluation.evaluator import evaluate_policy
     from navi_actor.evaluation.plan import make_plan
 
+    if paths is not None and not (hasattr(env, "scenes") and hasattr(env, "poses")):
+        raise click.ClickException("--paths draws scenes of the simulator: use --environment-backend sdfdag")
     plan = make_plan(env, episodes_per_scene, seed)
     blocks: list[dict[str, Any]] = []
     reports: list[tuple[str, str, Any]] = []  # (spec, mode label, report)
     for spec in specs:
         policy, learned = resolve_policy(spec, env, device)
         for deterministic in modes_for(mode, learned):
-            report = evaluate_policy(policy, env, plan=plan, deterministic=deterministic, seed=seed)
+            report = evaluate_policy(
+                policy, env, plan=plan, deterministic=deterministic, seed=seed, record_paths=paths is not None
+            )
             summary = report.summary()
             summary["mode"] = summary["mode"] if learned else "own"
             blocks.append({"policy": spec, **summary})
@@ -93,6 +102,14 @@ def evaluate_specs(
     }  # fmt: skip
     if len(specs) == 2:
         result["paired"] = _paired_blocks(specs, reports)
+    if paths is not None:
+        from navi_actor.evaluation.paths_png import write_path_images
+
+        files = write_path_images(paths, env, [report for _, _, report in reports])
+        result["paths"] = {
+            "files": [str(f) for f in files],
+            "panels": [f"{spec} ({label})" for spec, label, _ in reports],  # left to right
+        }
     return result
 
 
@@ -134,6 +151,9 @@ def format_text(result: dict[str, Any]) -> str:
             f"after {_cell(block['steps_to_half_coverage'], digits=0)} steps | |yaw| "
             f"{_cell(block['mean_abs_yaw'])}, yaw bias {_cell(block['yaw_bias'])}"
         )
+    if "paths" in result:
+        panels = ", ".join(result["paths"]["panels"])
+        lines.append(f"paths drawn (panels left to right: {panels}): " + " ".join(result["paths"]["files"]))
     for name, metrics in result.get("paired", {}).items():
         lines.append(
             f"second vs first ({name}): coverage x{_cell(metrics['coverage_cells']['ratio'])}, difference "

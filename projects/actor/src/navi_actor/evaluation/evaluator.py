@@ -93,12 +93,14 @@ class EvaluationReport:
     Attributes:
         plan: the plan flown. episodes: its columns ``EPISODE_COLUMNS``, each [N] float64.
         deterministic: acted with the Gaussian mean. seed: sampling seed.
+        paths: with ``record_paths``, each planned episode's positions where it acted, in plan order.
     """
 
     plan: EpisodePlan
     columns: dict[str, np.ndarray]
     deterministic: bool
     seed: int
+    paths: tuple[np.ndarray, ...] | None = None  #: per planned episode, [steps, 3] positions (asked for)
 
     @property
     def episodes(self) -> int:
@@ -170,25 +172,35 @@ def compare_reports(first: EvaluationReport, second: EvaluationReport) -> dict[s
 class _Episodes:
     """Running per-drone sums of the planned episodes in flight, and the finished rows."""
 
-    def __init__(self, plan: EpisodePlan, env: PlannedEnv, device: torch.device) -> None:
+    def __init__(
+        self, plan: EpisodePlan, env: PlannedEnv, device: torch.device, record_paths: bool = False
+    ) -> None:
         B = env.num_actors
         # return, length, collisions, path, yaw, |yaw|
         self.running = torch.zeros(6, B, dtype=torch.float64, device=device)
         self.trace = torch.zeros(B, 64, dtype=torch.float64, device=device)  # coverage after each step
+        # positions where each drone acted, [B, steps, 3]; copied to the host once per finished episode
+        self.positions = torch.zeros(B, 64, 3, dtype=torch.float32, device=device) if record_paths else None
+        self.paths: list[np.ndarray] = [np.zeros((0, 3), np.float32)] * plan.size
         self.assigned = torch.full((B,), -1, dtype=torch.int64, device=device)
         self.columns = {name: np.full(plan.size, np.nan) for name in EPISODE_COLUMNS}
         self.reachable = {int(s): env.reachable_cells(int(s)) for s in plan.scenes.unique().tolist()}
         self.next = 0
 
     def add(self, reward: torch.Tensor, collision: torch.Tensor, path: torch.Tensor, coverage: torch.Tensor,
-            yaw: torch.Tensor) -> None:  # fmt: skip
+            yaw: torch.Tensor, *, position: torch.Tensor | None = None) -> None:  # fmt: skip
+        """One step of every drone; ``position`` [B,3] is where it acted (kept when paths are recorded)."""
         ones = torch.ones_like(reward)
         self.running += torch.stack([reward, ones, collision, path, yaw, yaw.abs()]).double()
         length = self.running[1].long()
         if int(length.max()) > self.trace.shape[1]:
             self.trace = torch.cat([self.trace, torch.zeros_like(self.trace)], dim=1)
+            if self.positions is not None:
+                self.positions = torch.cat([self.positions, torch.zeros_like(self.positions)], dim=1)
         rows = torch.arange(self.trace.shape[0], device=self.trace.device)
         self.trace[rows, (length - 1).clamp(min=0)] = coverage.double()
+        if self.positions is not None and position is not None:
+            self.positions[rows, (length - 1).clamp(min=0)] = position.float()
 
     def finish(self, rows: torch.Tensor, plan: EpisodePlan, dt: float) -> None:
         """Record the episodes of drones ``rows`` (long [K], all assigned) and clear their sums."""
@@ -206,6 +218,13 @@ class _Episodes:
             ("yaw_bias", np.abs(yaw) / length),
         ):  # fmt: skip
             self.columns[name][ids] = values
+        if self.positions is not None:
+            for row, episode, steps in zip(
+                rows.tolist(), ids.tolist(), length.astype(int).tolist(), strict=True
+            ):
+                self.paths[episode] = (
+                    self.positions[row, :steps].cpu().numpy().copy()
+                )  # not a view of the buffer
 
     def clear(self, done: torch.Tensor) -> None:
         """Zero the sums of drones whose episode (planned or not) ended this step."""
@@ -261,6 +280,7 @@ def evaluate_policy(
     deterministic: bool = False,
     seed: int = 0,
     max_env_steps: int = 10_000_000,
+    record_paths: bool = False,
 ) -> EvaluationReport:
     """Fly every episode of ``plan`` (default: ``episodes_per_scene`` starts per scene) with ``policy``.
 
@@ -272,6 +292,8 @@ def evaluate_policy(
         deterministic: act with the Gaussian mean instead of sampling.
         seed: environment reset seed and torch seed for sampled actions.
         max_env_steps: safety cap on drone-steps; exceeding it raises.
+        record_paths: keep every planned episode's positions (``report.paths``; the environment
+            needs ``poses()``), for pictures of where the policy flew.
 
     Returns:
         :class:`EvaluationReport` with one row per planned episode.
@@ -286,7 +308,7 @@ def evaluate_policy(
     torch.manual_seed(seed)
     device, B = env.device, env.num_actors
     env.reset(seed)
-    episodes = _Episodes(plan, env, device)
+    episodes = _Episodes(plan, env, device, record_paths)
     obs = episodes.assign(env, torch.arange(B, device=device), plan)
     assert obs is not None
     obs = obs.to(device).clone()
@@ -301,6 +323,7 @@ def evaluate_policy(
             raise RuntimeError(
                 f"the plan of {plan.size} episodes did not finish in {max_env_steps} drone-steps"
             )
+        position = env.poses()[0].to(device) if record_paths else None  # type: ignore[attr-defined]
         acted = policy.act(obs, state, episode_start, deterministic=deterministic, **inputs(episode_start))
         action = physics_action(acted.action, squash)
         step = env.step(action)
@@ -309,7 +332,8 @@ def evaluate_policy(
         path = info.get("speed", zeros).to(device).float() * env.dt
         collision = info.get("collision", zeros).to(device).float()
         coverage = info.get("coverage", zeros).to(device).float()
-        episodes.add(step.reward.to(device), collision, path, coverage, action[:, 3].to(device).float())
+        yaw = action[:, 3].to(device).float()
+        episodes.add(step.reward.to(device), collision, path, coverage, yaw, position=position)
         ended = (done & (episodes.assigned >= 0)).nonzero().squeeze(1)
         obs = step.obs
         if ended.numel():
@@ -321,4 +345,5 @@ def evaluate_policy(
         steps += B
     if isinstance(policy, nn.Module):
         policy.train(was_training)
-    return EvaluationReport(plan, episodes.columns, deterministic, seed)
+    paths = tuple(episodes.paths) if record_paths else None
+    return EvaluationReport(plan, episodes.columns, deterministic, seed, paths)
