@@ -31,7 +31,10 @@ Each training run's folder (its checkpoint, and the warm start's flights: about 
 16k-step warm start) is kept under the system's temporary folder, so that ``--checkpoint`` can
 judge it again; the JSON names it (``run_dir``) and stderr says its size. Delete it when done.
 
-    uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR]
+``--paths DIR`` also draws where every policy flew (one top-down PNG per held-out scene, a panel
+per policy: navi_actor.evaluation.paths_png).
+
+    uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR] [--paths DIR]
         [--split stratified|tail | --heldout-scenes A,B] [--warm-start-steps N [--warm-start-epochs E]]
 """
 
@@ -191,8 +194,9 @@ POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "fr
 
 
 def evaluate_all(
-    policy: Any, eval_scenes: list[Path], episodes: int, episode_steps: int, seed: int, *, clone: Any = None
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    policy: Any, eval_scenes: list[Path], episodes: int, episode_steps: int, seed: int, *, clone: Any = None,
+    paths: Path | None = None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """Every policy flies the same episode plan on the held-out scenes; (summaries, paired ratios).
 
     ``clone``, the behaviour-cloned policy of a warm start before PPO, also flies it with its mean
@@ -223,10 +227,18 @@ def evaluate_all(
         candidates["warm_start_mean_action"] = (clone, True)
         pairs += [("warm_start_mean_action", "random"), ("learned_mean_action", "warm_start_mean_action")]
     plan = make_plan(env, episodes, seed + 1000)
+    record = paths is not None
     reports = {
-        name: evaluate_policy(candidate, env, plan=plan, deterministic=deterministic, seed=seed + 1000)
-        for name, (candidate, deterministic) in candidates.items()
+        name: evaluate_policy(
+            candidate, env, plan=plan, deterministic=det, seed=seed + 1000, record_paths=record
+        )
+        for name, (candidate, det) in candidates.items()
     }
+    if paths is not None:
+        from navi_actor.evaluation.paths_png import write_path_images
+
+        for file in write_path_images(paths, env, list(reports.values())):
+            say(f"paths of {', '.join(reports)} (left to right): {file}")
     summaries = {name: report.summary() for name, report in reports.items()}
     paired = {
         f"{name}_vs_{reference}": compare_reports(reports[reference], reports[name])
@@ -314,6 +326,13 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     help="Skip training: judge this finished run's checkpoint (use the run's --seed, --corpus and --split).",
 )
 @click.option(
+    "--paths",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Also draw where every policy flew: one top-down PNG per held-out scene in this folder, a panel "
+    "per policy (learned mean, learned sampled, random, heuristic, frontier[, clone]) left to right.",
+)
+@click.option(
     "--warm-start-steps",
     type=click.IntRange(min=0),
     default=0,
@@ -345,6 +364,7 @@ def main(
     warm_start_steps: int,
     warm_start_epochs: int,
     warm_start_value_updates: int,
+    paths: Path | None,
 ) -> None:
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
     if threads is not None:
@@ -361,7 +381,9 @@ def main(
     else:
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
     clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
-    results, paired = evaluate_all(policy, eval_scenes, episodes, episode_steps, seed, clone=clone)
+    results, paired = evaluate_all(
+        policy, eval_scenes, episodes, episode_steps, seed, clone=clone, paths=paths
+    )
     line = {
         "benchmark": "learning",
         **run,

@@ -120,15 +120,22 @@ def test_bench_refuses_to_judge_a_checkpoint_on_a_scene_it_trained_on(
 
 
 def test_named_held_out_scenes_judge_the_same_scenes_as_the_split(
-    corpus: Path, trained: dict[str, Any]
+    corpus: Path, trained: dict[str, Any], tmp_path: Path
 ) -> None:
     """--heldout-scenes names the held-out scenes (a grown corpus keeps them): here the tail split's
-    own scene, so the re-judged numbers equal the run's; a name the corpus lacks is one line."""
+    own scene, so the re-judged numbers equal the run's (drawing the paths changes none of them); a
+    name the corpus lacks is one line."""
+    from navi_environment.preview.png import decode_png
+
     named = json_line(
-        bench("--corpus", str(corpus), "--checkpoint", trained["checkpoint"], "--heldout-scenes", "hall_001")
-    )
+        bench("--corpus", str(corpus), "--checkpoint", trained["checkpoint"], "--heldout-scenes", "hall_001",
+              "--paths", str(tmp_path / "paths"))
+    )  # fmt: skip
     assert named["split"] == "named" and named["heldout_scenes"] == ["hall_001"]
     assert named["results"] == trained["results"]
+    image = decode_png((tmp_path / "paths" / "hall_001.png").read_bytes())
+    separator_columns = (image == 0).all(axis=2).all(axis=0).sum()
+    assert separator_columns == 4 * 6  # five policies, five panels
     judge = ("--corpus", str(corpus), "--checkpoint", trained["checkpoint"])
     missing = bench(*judge, "--heldout-scenes", "maze_9")
     assert missing.returncode != 0 and "Error: the corpus has no scene named maze_9" in missing.stderr
