@@ -131,8 +131,8 @@ CASES: dict[str, list[Case]] = {
 NOT_SETTINGS: dict[str, set[str]] = {
     "train": {"--checkpoint"},  # a start point for this run, not a configuration
     # the evaluation protocol: which policies fly which planned episodes, how they act, the output
-    "evaluate": {"--policy", "--episodes-per-scene", "--mode", "--seed", "--json"},
-    "compare": {"--episodes-per-scene", "--mode", "--seed", "--json"},
+    "evaluate": {"--policy", "--episodes-per-scene", "--mode", "--seed", "--json", "--paths"},
+    "compare": {"--episodes-per-scene", "--mode", "--seed", "--json", "--paths"},
     "bc-pretrain": {"--checkpoint", "--out", "--promote"},
     "serve": {"--deterministic"},  # the other half of --deterministic/--stochastic
     "infer": {"--checkpoint", "--deterministic"},
