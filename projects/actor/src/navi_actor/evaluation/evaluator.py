@@ -219,12 +219,9 @@ class _Episodes:
         ):  # fmt: skip
             self.columns[name][ids] = values
         if self.positions is not None:
-            for row, episode, steps in zip(
-                rows.tolist(), ids.tolist(), length.astype(int).tolist(), strict=True
-            ):
-                self.paths[episode] = (
-                    self.positions[row, :steps].cpu().numpy().copy()
-                )  # not a view of the buffer
+            kept = self.positions[rows].cpu().numpy()  # indexed rows: a copy, not a view of the buffer
+            for k, (episode, steps) in enumerate(zip(ids.tolist(), length.astype(int).tolist(), strict=True)):
+                self.paths[episode] = kept[k, :steps]
 
     def clear(self, done: torch.Tensor) -> None:
         """Zero the sums of drones whose episode (planned or not) ended this step."""
