@@ -376,6 +376,13 @@ def main(
     )
     if checkpoint is not None and warm.steps:
         raise click.ClickException("--warm-start-steps trains; --checkpoint skips training: pick one")
+    if paths is not None:  # before training: a folder that cannot be written fails now, not after it
+        from navi_actor.evaluation.paths_png import prepare_folder
+
+        try:
+            prepare_folder(paths)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from error
     if checkpoint is None:
         policy, run = trained_policy(train_scenes, None if steps else minutes, steps, seed, warm)
     else:

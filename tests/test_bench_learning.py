@@ -142,6 +142,16 @@ def test_named_held_out_scenes_judge_the_same_scenes_as_the_split(
     assert "Traceback" not in missing.stderr
 
 
+def test_a_paths_folder_that_cannot_be_made_stops_the_bench_before_training(
+    corpus: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "a_file").write_text("")
+    result = bench("--corpus", str(corpus), "--steps", "64", "--paths", str(tmp_path / "a_file" / "sub"))
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("a_file/sub: Not a directory")
+    assert "training" not in result.stderr.lower()
+
+
 WARM_STEPS = 256  # 64 per drone (rollout.num_actors = 4)
 
 

@@ -12,7 +12,15 @@ from click.testing import CliRunner
 
 from navi_actor.evaluation.baselines import RandomPolicy
 from navi_actor.evaluation.evaluator import evaluate_policy
-from navi_actor.evaluation.paths_png import FREE, PALETTE, SEPARATOR, SOLID, render_scene, write_path_images
+from navi_actor.evaluation.paths_png import (
+    FREE,
+    PALETTE,
+    SEPARATOR,
+    SOLID,
+    prepare_folder,
+    render_scene,
+    write_path_images,
+)
 from navi_actor.evaluation.plan import make_plan
 
 pytestmark = pytest.mark.usefixtures("restore_process_state")
@@ -114,3 +122,11 @@ def test_the_command_refuses_paths_without_the_simulator_in_one_line(tmp_path: P
     assert result.output.strip().splitlines()[-1] == (
         "Error: --paths draws scenes of the simulator: use --environment-backend sdfdag"
     )
+
+
+def test_a_folder_that_cannot_be_made_is_one_line_before_anything_flies(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match=r"^cannot write path pictures to .*a_file/sub: Not a directory$"):
+        prepare_folder(tmp_path / "a_file" / "sub")
+    prepare_folder(tmp_path / "new" / "deeper")
+    assert (tmp_path / "new" / "deeper").is_dir()

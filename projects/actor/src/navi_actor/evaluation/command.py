@@ -82,6 +82,13 @@ def evaluate_specs(
 
     if paths is not None and not (hasattr(env, "scenes") and hasattr(env, "poses")):
         raise click.ClickException("--paths draws scenes of the simulator: use --environment-backend sdfdag")
+    if paths is not None:
+        from navi_actor.evaluation.paths_png import prepare_folder
+
+        try:
+            prepare_folder(paths)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from error
     plan = make_plan(env, episodes_per_scene, seed)
     blocks: list[dict[str, Any]] = []
     reports: list[tuple[str, str, Any]] = []  # (spec, mode label, report)

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 PANEL_PIXELS = 600  #: longest side of a panel
 FINEST_PIXEL_M = 0.02  #: a small flown area is not magnified beyond this
@@ -31,19 +30,14 @@ def _free_slice(
     scene: Any, settings: Any, origin: np.ndarray, shape: tuple[int, int], *, pixel: float, height: float
 ) -> np.ndarray:
     """[H, W] bool: the pixel's centre (at ``height``) is farther than the drone radius from a surface."""
-    from navi_environment.runtime.atlas import pack_scenes
-    from navi_environment.tracer import Tracer
+    from navi_environment.runtime.reachable import scene_distances
 
     rows, cols = shape
     xs = origin[0] + (np.arange(cols) + 0.5) * pixel
     ys = origin[1] + (np.arange(rows) + 0.5) * pixel
     gx, gy = np.meshgrid(xs, ys)
-    points = np.stack([gx.ravel(), gy.ravel(), np.full(gx.size, height)], axis=1).astype(np.float32)
-    tracer = Tracer(
-        pack_scenes([scene]), settings.sensor, settings.tracer.model_copy(update={"device_kernel": "numba"})
-    )
-    distance = tracer.query(torch.from_numpy(points), torch.zeros(len(points), dtype=torch.int32)).numpy()
-    return distance.reshape(rows, cols) > settings.physics.drone_radius_m
+    points = np.stack([gx.ravel(), gy.ravel(), np.full(gx.size, height)], axis=1)
+    return scene_distances(scene, settings, points).reshape(rows, cols) > settings.physics.drone_radius_m
 
 
 def _draw_path(
@@ -89,6 +83,18 @@ def render_scene(scene: Any, settings: Any, panels: Sequence[Sequence[np.ndarray
     return np.concatenate([part for image in drawn for part in (image, separator)][:-1], axis=1)
 
 
+def prepare_folder(folder: Path) -> None:
+    """Create ``folder`` before anything is flown, so that a bad one fails first, in one line.
+
+    Raises:
+        ValueError: the folder cannot be created (a file in the way, no permission).
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot write path pictures to {folder}: {error.strerror}") from error
+
+
 def write_path_images(folder: Path, env: Any, reports: Sequence[Any]) -> list[Path]:
     """One PNG per scene of the plan in ``folder`` (``<scene>.png``), a panel per report, in order.
 
@@ -108,7 +114,7 @@ def write_path_images(folder: Path, env: Any, reports: Sequence[Any]) -> list[Pa
     plan = reports[0].plan
     if not all(plan.same_starts(report.plan) for report in reports):
         raise ValueError("path pictures compare policies on one plan; these reports flew different plans")
-    folder.mkdir(parents=True, exist_ok=True)
+    prepare_folder(folder)
     written = []
     for scene_index in plan.scenes.unique().tolist():
         episodes = (plan.scenes == scene_index).nonzero().squeeze(1).tolist()

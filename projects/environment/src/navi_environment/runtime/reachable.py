@@ -34,6 +34,24 @@ def _sample_step(extent: np.ndarray, cell_m: float) -> float:
     return step
 
 
+def scene_distances(scene: RuntimeScene, settings: EnvironmentSettings, points: np.ndarray) -> np.ndarray:
+    """(N,) float32 distance field of ``scene`` at world ``points`` (N, 3), queried on the CPU in chunks.
+
+    The tracer's own point query (the one the collision checks use), on a one-scene atlas: for
+    offline questions about a scene (its reachable cells, the walls under a picture of flights).
+    """
+    tracer = Tracer(
+        pack_scenes([scene]), settings.sensor, settings.tracer.model_copy(update={"device_kernel": "numba"})
+    )
+    points = np.ascontiguousarray(points, dtype=np.float32)
+    distance = np.empty(len(points), dtype=np.float32)
+    for start in range(0, len(points), QUERY_CHUNK):
+        chunk = torch.from_numpy(points[start : start + QUERY_CHUNK])
+        ids = torch.zeros(len(chunk), dtype=torch.int32)
+        distance[start : start + QUERY_CHUNK] = tracer.query(chunk, ids).numpy()
+    return distance
+
+
 def reachable_cell_count(
     scene: RuntimeScene, spawns: np.ndarray, settings: EnvironmentSettings, cell_m: float | None = None
 ) -> int:
@@ -54,15 +72,7 @@ def reachable_cell_count(
     shape = tuple(math.ceil(e / step) for e in extent)
     axes = [scene.bmin[i] + (np.arange(n) + 0.5) * step for i, n in enumerate(shape)]
     points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3).astype(np.float32)
-    tracer = Tracer(
-        pack_scenes([scene]), settings.sensor, settings.tracer.model_copy(update={"device_kernel": "numba"})
-    )
-    distance = np.empty(len(points), dtype=np.float32)
-    for start in range(0, len(points), QUERY_CHUNK):
-        chunk = torch.from_numpy(points[start : start + QUERY_CHUNK])
-        ids = torch.zeros(len(chunk), dtype=torch.int32)
-        distance[start : start + QUERY_CHUNK] = tracer.query(chunk, ids).numpy()
-    free = (distance > settings.physics.drone_radius_m).reshape(shape)
+    free = (scene_distances(scene, settings, points) > settings.physics.drone_radius_m).reshape(shape)
     labels, _ = ndimage.label(free)  # 6-connectivity
     spawn_index = np.floor((np.asarray(spawns, dtype=np.float64) - scene.bmin) / step).astype(np.int64)
     spawn_index = np.clip(spawn_index, 0, np.array(shape) - 1)
