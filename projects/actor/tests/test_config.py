@@ -51,3 +51,6 @@ def test_a_visit_reading_policy_refuses_ray(dotenv: Path) -> None:
     dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_INPUT=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
     with pytest.raises(ValueError, match=r"visit_input is not supported with train\.backend=ray"):
         ActorSettings()
+    dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_PREDICTION=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
+    with pytest.raises(ValueError, match=r"visit_prediction is not supported with train\.backend=ray"):
+        ActorSettings()

@@ -106,6 +106,12 @@ class PPOConfig(SettingsGroup):
         "rollout, mirrored back, is a target for the mean action, so turning one way whatever the "
         "drone sees is no longer free (navi_actor.models.mirror); 0: off.",
     )
+    visit_prediction_coef: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="Weight of the visit head's auxiliary loss (policy.visit_prediction): predict from "
+        "the core's output where around it the drone has been this episode (its visit memory).",
+    )
     open_loop_fraction: float = Field(
         default=0.0,
         ge=0.0,
@@ -244,9 +250,10 @@ class ActorSettings(NaviSettings):
                 "policy.memory_input is not supported with train.backend=ray yet (rollout fragments do "
                 "not carry the loop scores); train with the local backend"
             )
-        if policy.visit_input and self.train.backend == "ray":
+        if (policy.visit_input or policy.visit_prediction) and self.train.backend == "ray":
+            name = "policy.visit_input" if policy.visit_input else "policy.visit_prediction"
             raise ValueError(
-                "policy.visit_input is not supported with train.backend=ray yet (rollout fragments do "
+                f"{name} is not supported with train.backend=ray yet (rollout fragments do "
                 "not carry the visit features); train with the local backend"
             )
         if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:

@@ -62,7 +62,7 @@ def test_demonstrations_without_poses_are_refused_for_a_visit_reading_policy(tmp
         [posed_demo(tmp_path / "a.npz", 10, 5), posed_demo(tmp_path / "b.npz", 10, 5, poses=False)]
     )
     assert data.positions is None  # one file without poses: the data has none
-    with pytest.raises(DemonstrationError, match="visit_input"):
+    with pytest.raises(DemonstrationError, match="visit_input, visit_prediction"):
         demo_visit_features(data, EAGER)
 
 
@@ -81,3 +81,21 @@ def test_cloning_trains_the_visit_projection_from_the_recorded_poses(tmp_path: P
     assert policy.visit_projection is not None
     assert float(policy.visit_projection.weight.detach().abs().max()) > 0.0  # it read non-zero features
     assert np.isfinite(history.holdout_mse[-1])
+
+
+def test_cloning_trains_the_visit_head_towards_the_recorded_poses_features(tmp_path: Path) -> None:
+    data: DemoData = load_demonstrations([posed_demo(tmp_path / "a.npz", 64, 16)])
+    torch.manual_seed(0)
+    config = PolicyConfig(
+        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
+        visit_prediction=True, visits=EAGER,
+    )  # fmt: skip
+    policy = NaviPolicy(config)
+    bc = BCConfig(epochs=6, sequence_length=8, streams=2, learning_rate=1e-2)
+    holdout = data.select_episodes(torch.tensor([0]))
+    history = train_bc(policy, data, holdout, bc, torch.Generator().manual_seed(0))
+    assert len(history.train_visit_bce) == 6
+    assert history.train_visit_bce[-1] < 0.8 * history.train_visit_bce[0]  # it learns the episode's map
+    plain = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
+    bc_plain = BCConfig(epochs=1, sequence_length=8, streams=2)
+    assert train_bc(NaviPolicy(plain), data, data, bc_plain, torch.Generator()).train_visit_bce == []

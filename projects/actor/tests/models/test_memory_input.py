@@ -47,8 +47,9 @@ def test_a_reading_policy_starts_as_the_same_function_as_one_without_memory() ->
     state_p, state_r = plain.initial_state(B), reading.initial_state(B)
     start = torch.ones(B, dtype=torch.bool)
     for obs in revisiting_flight(6):
-        a, b = plain.act(obs, state_p, start, deterministic=True), reading.act(
-            obs, state_r, start, deterministic=True, memory=memory
+        a, b = (
+            plain.act(obs, state_p, start, deterministic=True),
+            reading.act(obs, state_r, start, deterministic=True, memory=memory),
         )
         torch.testing.assert_close(a.action, b.action)
         torch.testing.assert_close(a.value, b.value)
@@ -62,9 +63,7 @@ def test_acting_or_learning_without_the_memory_is_refused() -> None:
     with pytest.raises(ValueError, match="memory_input"):
         policy.act(obs, policy.initial_state(B), start)
     with pytest.raises(ValueError, match="memory_input"):
-        policy.evaluate_sequences(
-            obs[None], torch.zeros(1, B, 4), policy.initial_state(B), start[None]
-        )
+        policy.evaluate_sequences(obs[None], torch.zeros(1, B, 4), policy.initial_state(B), start[None])
     assert NaviPolicy(config()).new_memory(B) is None  # a policy without the input needs none
 
 

@@ -186,6 +186,19 @@ def test_a_visit_reading_policy_trains_its_projection_and_resumes(tmp_path: Path
     assert load_checkpoint(resumed.final_checkpoint).step_id == 128
 
 
+def test_a_visit_predicting_policy_trains_its_head_logs_the_loss_and_resumes(tmp_path: Path) -> None:
+    config = settings(policy={"visit_prediction": True, "visits": {"write_every": 1, "exclusion_window": 0}})
+    summary = runner(config, tmp_path).run_training()
+    loaded = load_checkpoint(summary.final_checkpoint)
+    assert loaded.policy_config.visit_prediction and not loaded.policy_config.visit_input
+    assert tuple(loaded.model["visit_head.weight"].shape) == (9, TINY_POLICY["embed_dim"])
+    records = [json.loads(line) for line in (summary.run_dir / "metrics.jsonl").read_text().splitlines()]
+    losses = [record["losses/visit_prediction_loss"] for record in records if "losses/policy_loss" in record]
+    assert len(losses) == 2 and min(losses) > 0.0  # every update trained the head on the poses' features
+    resumed = runner(config, tmp_path).run_training()
+    assert load_checkpoint(resumed.final_checkpoint).step_id == 128
+
+
 def test_a_policy_reading_its_previous_action_trains_the_projection_and_resumes(tmp_path: Path) -> None:
     config = settings(policy={"previous_action_input": True})
     summary = runner(config, tmp_path).run_training()

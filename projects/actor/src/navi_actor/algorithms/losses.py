@@ -115,3 +115,17 @@ def chunk_prediction_loss(
     mask = valid.unsqueeze(-1).to(predicted.dtype)
     count = (mask.sum() * predicted.shape[-1]).clamp(min=1.0)
     return ((predicted - shifted).square() * mask).sum() / count
+
+
+def visit_prediction_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of predicted visit features (the visit head's auxiliary loss).
+
+    Args:
+        logits: [..., F] predicted logits (``SequenceEval.visit_logits``).
+        targets: [..., F] the visit memory's features at acting time, in [0, 1) (soft labels).
+
+    Returns:
+        Scalar loss, averaged over every step and feature; its minimum is the targets' own entropy
+        (0 only where the targets are 0 or 1).
+    """
+    return torch.nn.functional.binary_cross_entropy_with_logits(logits, targets.to(logits.dtype))

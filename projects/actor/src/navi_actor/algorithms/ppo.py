@@ -20,6 +20,7 @@ from navi_actor.algorithms.losses import (
     clipped_surrogate_loss,
     clipped_value_loss,
     kl_to_reference,
+    visit_prediction_loss,
 )
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.config import PPOConfig
@@ -64,6 +65,7 @@ METRIC_NAMES = (
 )
 CHUNK_METRIC = "chunk_loss"  #: reported only by policies with a chunk head (policy.action_chunk > 1)
 SYMMETRY_METRIC = "symmetry_loss"  #: reported only with the mirror-symmetry loss (ppo.symmetry_coef > 0)
+VISIT_METRIC = "visit_prediction_loss"  #: reported only with a visit head (policy.visit_prediction)
 AuxiliaryStep = Callable[[SequenceBatch], torch.Tensor]
 
 
@@ -274,7 +276,7 @@ class PPOLearner:
         on_minibatch: Callable[[], None] | None,
     ) -> dict[str, float]:
         cfg = self.config
-        sums = torch.zeros(len(METRIC_NAMES) + 2, device=storage.device)  # + the chunk, symmetry losses
+        sums = torch.zeros(len(METRIC_NAMES) + 3, device=storage.device)  # + chunk, symmetry, visit losses
         batches = storage.sequence_minibatches(cfg.num_minibatches, generator)
         pending = 0
         for _index in range(cfg.num_minibatches):
@@ -300,11 +302,13 @@ class PPOLearner:
             self.all_reduce(sums)
             sums[METRIC_NAMES.index("grad_norm")] = grad_norm
         means = (sums / cfg.num_minibatches).tolist()  # the one host copy of this epoch
-        metrics = dict(zip((*METRIC_NAMES, CHUNK_METRIC, SYMMETRY_METRIC), means, strict=True))
+        metrics = dict(zip((*METRIC_NAMES, CHUNK_METRIC, SYMMETRY_METRIC, VISIT_METRIC), means, strict=True))
         if self.policy.actor.chunk is None:
             del metrics[CHUNK_METRIC]
         if cfg.symmetry_coef == 0.0:
             del metrics[SYMMETRY_METRIC]
+        if self.policy.visit_head is None:
+            del metrics[VISIT_METRIC]
         metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
         return metrics
 
@@ -345,6 +349,12 @@ class PPOLearner:
                     evaluation.later_means, evaluation.action_mean.detach(), batch.episode_starts
                 )
                 loss = loss + cfg.chunk_coef * chunk_loss
+            visit_loss = torch.zeros((), device=loss.device)
+            if evaluation.visit_logits is not None:
+                assert batch.visit_features is not None, "a visit head needs the rollout's visit features"
+                # the core's own map: learned from the first update, as the critic (no warm-up)
+                visit_loss = visit_prediction_loss(evaluation.visit_logits, batch.visit_features)
+                loss = loss + cfg.visit_prediction_coef * visit_loss
             symmetry_loss = torch.zeros((), device=loss.device)
             if cfg.symmetry_coef > 0.0 and batch.mirror_means is not None:
                 symmetry_loss = (evaluation.action_mean - batch.mirror_means).square().mean()
@@ -368,6 +378,7 @@ class PPOLearner:
                 zero,
                 chunk_loss.detach(),
                 symmetry_loss.detach(),
+                visit_loss.detach(),
             ]
         )
 

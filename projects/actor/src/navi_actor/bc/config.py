@@ -30,6 +30,12 @@ class BCConfig(BaseModel):
         description="Weight of the chunk head's loss (policy.action_chunk > 1): predict the demonstrated "
         "actions of the next H-1 ticks (masked at episode ends).",
     )
+    visit_prediction_coef: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="Weight of the visit head's loss (policy.visit_prediction): predict where around it "
+        "the demonstrating drone had been in its episode, from the recorded poses.",
+    )
     log_std: float | None = Field(
         default=None,
         description="Frozen action log-std during BC (and after it, for RL). Default: keep the policy's.",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import structlog
 import torch
 
-from navi_actor.algorithms.losses import chunk_prediction_loss
+from navi_actor.algorithms.losses import chunk_prediction_loss, visit_prediction_loss
 from navi_actor.bc.config import BCConfig
 from navi_actor.bc.dataset import DemoData, stream_indices
 from navi_actor.bc.visit_features import demo_visit_features
@@ -46,6 +46,7 @@ class BCHistory:
     train_mse: list[float] = field(default_factory=list)
     holdout_mse: list[float] = field(default_factory=list)
     train_chunk_mse: list[float] = field(default_factory=list)  #: empty without a chunk head
+    train_visit_bce: list[float] = field(default_factory=list)  #: empty without a visit head
     baseline_mse: float = math.nan  #: held-out MSE of always predicting the training mean action
     optimizer_steps: int = 0
     seconds: float = 0.0
@@ -77,8 +78,9 @@ def _windows(  # type: ignore[no-untyped-def]
 
 
 def _visit_features(policy: NaviPolicy, data: DemoData) -> torch.Tensor | None:
-    """``[N, F]`` visit features of the frames for a policy that reads them (visit_input), else None."""
-    return demo_visit_features(data, policy.cfg.visits) if policy.cfg.visit_input else None
+    """``[N, F]`` visit features of the frames for a policy that reads or predicts them (visit_input,
+    visit_prediction), else None."""
+    return demo_visit_features(data, policy.cfg.visits) if policy.keeps_visit_features else None
 
 
 def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) -> float:
@@ -153,7 +155,7 @@ def train_bc(
         index, starts = stream_indices(train.episode_bounds, config.streams, generator)
         state = policy.initial_state(index.shape[1], device)
         nll_sum, mse_sum, windows = torch.zeros((), device=device), torch.zeros((), device=device), 0
-        chunk_sum = torch.zeros((), device=device)
+        chunk_sum, visit_sum = torch.zeros((), device=device), torch.zeros((), device=device)
         policy.train()
         for obs, actions, resets, visit_features in _windows(
             train, index, starts, config.sequence_length, device=device, visits=train_visits
@@ -168,8 +170,14 @@ def train_bc(
                 chunk_loss = chunk_prediction_loss(out.later_means, targets, resets)
                 loss = loss + config.chunk_coef * chunk_loss
                 chunk_sum += chunk_loss.detach()
+            total = loss  # train_nll stays the imitation loss; the visit head's is reported apart
+            if out.visit_logits is not None:
+                assert visit_features is not None  # a visit head's policy keeps the frames' features
+                visit_loss = visit_prediction_loss(out.visit_logits, visit_features)
+                total = loss + config.visit_prediction_coef * visit_loss
+                visit_sum += visit_loss.detach()
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            total.backward()
             torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
             optimizer.step()
             nll_sum += loss.detach()
@@ -180,6 +188,8 @@ def train_bc(
         history.train_mse.append(float(mse_sum) / windows)
         if policy.actor.chunk is not None:
             history.train_chunk_mse.append(float(chunk_sum) / windows)
+        if policy.visit_head is not None:
+            history.train_visit_bce.append(float(visit_sum) / windows)
         history.optimizer_steps += windows
         if len(holdout):
             history.holdout_mse.append(sequence_mse(policy, holdout, config.streams, config.sequence_length))
@@ -188,6 +198,7 @@ def train_bc(
             train_nll=round(history.train_nll[-1], 4), train_mse=round(history.train_mse[-1], 5),
             holdout_mse=round(history.holdout_mse[-1], 5) if history.holdout_mse else None,
             baseline_mse=round(history.baseline_mse, 5), seconds=round(time.monotonic() - started, 1),
+            visit_bce=round(history.train_visit_bce[-1], 4) if history.train_visit_bce else None,
         )  # fmt: skip
     history.seconds = time.monotonic() - started
     return history

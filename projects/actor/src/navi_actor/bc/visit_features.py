@@ -20,7 +20,8 @@ def demo_visit_features(data: DemoData, cfg: VisitMemoryConfig) -> torch.Tensor:
     """``[N, F]`` visit features of every frame of ``data`` (each episode from its first frame)."""
     if data.positions is None or data.yaws is None:
         raise DemonstrationError(
-            "this policy reads its visit memory (policy.visit_input), which needs the pose of every "
+            "this policy reads or predicts its visit memory (policy.visit_input, visit_prediction), "
+            "which needs the pose of every "
             "demonstration frame: record the demonstrations again with this version"
         )
     bounds = data.episode_bounds

@@ -136,6 +136,11 @@ def run_warm_start(
         "bc_optimizer_steps": history.optimizer_steps,
         "bc_train_nll": [_finite(history.train_nll[0]), _finite(history.train_nll[-1])],
         "bc_train_mse": [_finite(history.train_mse[0]), _finite(history.train_mse[-1])],
+        "bc_train_visit_bce": (
+            [_finite(history.train_visit_bce[0]), _finite(history.train_visit_bce[-1])]
+            if history.train_visit_bce
+            else None
+        ),
         "bc_holdout_mse": _finite(history.holdout_mse[-1]) if history.holdout_mse else None,
         "bc_baseline_mse": _finite(history.baseline_mse),
         "record_seconds": round(recorded - started, 1),

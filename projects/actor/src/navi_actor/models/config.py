@@ -102,8 +102,16 @@ class PolicyConfig(BaseModel):
         "of past positions, read per direction sector from its own pose) into the temporal core, so "
         "the policy can head for unvisited space; acting needs the drones' poses.",
     )
+    visit_prediction: bool = Field(
+        default=False,
+        description="Train an auxiliary head to predict the visit memory's features (where around it "
+        "the drone has been this episode) from the temporal core's output (ppo.visit_prediction_coef, "
+        "bc.visit_prediction_coef), so the recurrent state must carry a map of the episode; acting "
+        "does not read the memory and needs no poses.",
+    )
     visits: VisitMemoryConfig = Field(
-        default_factory=VisitMemoryConfig, description="The visit memory the policy reads (visit_input)."
+        default_factory=VisitMemoryConfig,
+        description="The visit memory the policy reads (visit_input) or predicts (visit_prediction).",
     )
     memory: EpisodicMemoryConfig = Field(
         default_factory=EpisodicMemoryConfig,

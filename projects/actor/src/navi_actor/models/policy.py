@@ -23,6 +23,11 @@ episode, :mod:`navi_actor.memory.visits`) enter the core the same way: the calle
 drones' :class:`VisitMemory` (:meth:`NaviPolicy.new_visit_memory`), reads it with their poses and
 passes ``visit_features`` to acting; learning replays the stored features, as for loop scores.
 
+With ``visit_prediction`` the same features are targets instead of inputs: a linear head on the
+core's output predicts them (``SequenceEval.visit_logits``), and PPO and cloning add that loss, so
+the recurrent state must carry where the drone has been this episode. Acting never reads them: the
+trainer keeps the memory only to record the rollout's targets.
+
 Actions are raw Gaussian samples; :meth:`NaviPolicy.physics_action` turns them into what physics
 executes for the configured ``action_squash`` (clip or tanh, :mod:`navi_actor.models.heads`), and the
 log-probabilities are those of that executed action.
@@ -78,7 +83,8 @@ class ActOutput:
     action_chunk: torch.Tensor | None = None
     action_log_std: torch.Tensor | None = None  #: [B, A] the Gaussian's log-std (open-loop rollouts)
     loop_score: torch.Tensor | None = None  #: [B] episodic loop score fed to the core (memory_input)
-    visit_features: torch.Tensor | None = None  #: [B, F] visit features fed to the core (visit_input)
+    #: [B, F] visit features fed to the core (visit_input) or kept as targets (visit_prediction)
+    visit_features: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,8 @@ class SequenceEval:
     embedding: torch.Tensor  #: [T, B, embed_dim] encoder outputs
     final_state: torch.Tensor  #: [B, S] state after the last step
     later_means: torch.Tensor | None = None  #: [T, B, H-1, A] predicted later mean actions; None if H = 1
+    #: [T, B, F] logits of the predicted visit features (policy.visit_prediction); None without
+    visit_logits: torch.Tensor | None = None
 
 
 class NaviPolicy(nn.Module):
@@ -128,6 +136,10 @@ class NaviPolicy(nn.Module):
         if cfg.visit_input:
             self.visit_projection = nn.Linear(cfg.visits.features, cfg.embed_dim, bias=False)
             nn.init.zeros_(self.visit_projection.weight)
+        self.visit_head: nn.Linear | None = None
+        if cfg.visit_prediction:
+            # linear: the core's output itself must hold where the drone has been, not a deeper head
+            self.visit_head = nn.Linear(cfg.embed_dim, cfg.visits.features)
         self._obs_shape = (cfg.in_channels, cfg.azimuth, cfg.elevation)
 
     @property
@@ -143,6 +155,12 @@ class NaviPolicy(nn.Module):
     def state_size(self) -> int:
         """Size S of the flattened recurrent state (the core's, then the previous action if read)."""
         return self.core.state_size + (self.cfg.action_dim if self.cfg.previous_action_input else 0)
+
+    @property
+    def keeps_visit_features(self) -> bool:
+        """Whether rollouts of this policy record the visit features (read: visit_input; predicted:
+        visit_prediction)."""
+        return self.cfg.visit_input or self.cfg.visit_prediction
 
     def new_visit_memory(
         self, batch_size: int, device: torch.device | str | None = None
@@ -274,7 +292,8 @@ class NaviPolicy(nn.Module):
             memory: the drones' episodic memory (:meth:`new_memory`), required with memory_input:
                 this step's observation is scored against it and then remembered.
             visit_features: ``[B, F]`` the drones' visit features at this step
-                (:meth:`VisitMemory.observe` with their poses), required with visit_input.
+                (:meth:`VisitMemory.observe` with their poses), required with visit_input; with
+                visit_prediction only passed on (``ActOutput.visit_features``: the rollout's targets).
 
         Returns:
             :class:`ActOutput` with raw actions (:meth:`physics_action` maps them for physics).
@@ -304,7 +323,7 @@ class NaviPolicy(nn.Module):
             action_chunk=None if later is None else torch.cat([mean[:, None], later], dim=1),
             action_log_std=log_std,
             loop_score=loop_score,
-            visit_features=visit_features if self.cfg.visit_input else None,
+            visit_features=visit_features if self.keeps_visit_features else None,
         )
 
     def evaluate_sequences(
@@ -370,6 +389,7 @@ class NaviPolicy(nn.Module):
             embedding=embedding,
             final_state=final_state,
             later_means=later,
+            visit_logits=None if self.visit_head is None else self.visit_head(features),
         )
 
     @torch.no_grad()

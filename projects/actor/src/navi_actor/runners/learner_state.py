@@ -144,7 +144,7 @@ class LearnerState:
             action_dim=self.policy_config.action_dim,
             state_size=self.policy.state_size,
             sequence_length=rollout.sequence_length,
-            visit_features=self.policy_config.visits.features if self.policy_config.visit_input else 0,
+            visit_features=self.policy_config.visits.features if self.policy.keeps_visit_features else 0,
             device=torch.device(self.settings.train.device),
         )
 

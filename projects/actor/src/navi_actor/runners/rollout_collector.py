@@ -17,6 +17,7 @@ import torch
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.envs.protocol import VectorEnv, VectorStep
 from navi_actor.memory.episodic import EpisodicMemory
+from navi_actor.memory.visits import VisitMemory
 from navi_actor.models import ActOutput, NaviPolicy
 from navi_actor.models.open_loop import OpenLoopSchedule
 from navi_actor.storage.rollout_storage import RolloutStorage
@@ -66,7 +67,8 @@ class RolloutCollector:
             so the loop penalty and the policy read one memory; None: the policy's own new one).
 
     A policy with ``visit_input`` reads the drones' visit memory, kept here and fed their poses
-    (``env.poses()``) before every step.
+    (``env.poses()``) before every step; one with ``visit_prediction`` does not read it, but its
+    features are recorded as the visit head's targets the same way.
     """
 
     def __init__(
@@ -99,7 +101,7 @@ class RolloutCollector:
         self.state = policy.initial_state(B, device)
         self.episode_start = torch.ones(B, dtype=torch.bool, device=device)
         self.memory = memory if memory is not None else policy.new_memory(B, device)
-        self.visits = policy.new_visit_memory(B, device)
+        self.visits = VisitMemory(policy.cfg.visits, B, device) if policy.keeps_visit_features else None
         self._running_return = torch.zeros(B, device=device)
         self._running_shaped = torch.zeros(B, device=device)
         self._running_length = torch.zeros(B, device=device)
@@ -178,7 +180,8 @@ class RolloutCollector:
         return step.reward + bonus, terms
 
     def _visit_features(self, *, write: bool) -> torch.Tensor | None:
-        """The drones' visit features ``[B, F]`` at their current poses (None without visit_input);
+        """The drones' visit features ``[B, F]`` at their current poses (None if the policy neither
+        reads nor predicts them);
         ``write``: remember the poses (an acting step), else only read them (a bootstrap value)."""
         if self.visits is None:
             return None

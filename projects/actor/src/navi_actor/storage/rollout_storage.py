@@ -41,7 +41,8 @@ class SequenceBatch:
     mirror_means: torch.Tensor | None = None
     # [L, M] episodic loop scores the policy read while acting (policy.memory_input; 0 otherwise)
     loop_scores: torch.Tensor | None = None
-    # [L, M, F] visit features the policy read while acting (policy.visit_input; F = 0 otherwise)
+    # [L, M, F] visit features at acting time, read or predicted by the policy (policy.visit_input,
+    # policy.visit_prediction; F = 0 otherwise)
     visit_features: torch.Tensor | None = None
 
 
@@ -55,7 +56,8 @@ class RolloutStorage:
         action_dim: A, action size (4).
         state_size: S, flattened recurrent state size of the policy.
         sequence_length: L, BPTT chunk length; must divide ``num_steps``.
-        visit_features: F, visit features per step the policy reads (policy.visit_input; 0: none).
+        visit_features: F, visit features per step the policy reads or predicts (policy.visit_input,
+            policy.visit_prediction; 0: none).
         device: where every buffer lives (the policy's device).
     """
 
@@ -97,7 +99,8 @@ class RolloutStorage:
         self.lags = torch.zeros((T, B), dtype=torch.long, device=self.device)
         # the episodic loop score each step's core input carried (policy.memory_input); 0: none
         self.loop_scores = torch.zeros((T, B), dtype=torch.float32, device=self.device)
-        # the visit features each step's core input carried (policy.visit_input); [T, B, 0]: none
+        # the visit features at each step (read: policy.visit_input; predicted: visit_prediction);
+        # [T, B, 0]: none
         self.visit_features = torch.zeros((T, B, visit_features), dtype=torch.float32, device=self.device)
         self.sequence_states = floats(self.num_chunks, B, state_size)
         self.advantages = floats(T, B)
