@@ -31,11 +31,16 @@ Each training run's folder (its checkpoint, and the warm start's flights: about 
 16k-step warm start) is kept under the system's temporary folder, so that ``--checkpoint`` can
 judge it again; the JSON names it (``run_dir``) and stderr says its size. Delete it when done.
 
+``--heldout-corpus DIR`` holds out every scene of a second corpus folder as well, e.g. scenes
+compiled from mesh files (``navi-environment corpus prepare --source DIR --families none``): the
+learning issue's targets hold on the held-out scenes of every family plus mesh scenes.
+
 ``--paths DIR`` also draws where every policy flew (one top-down PNG per held-out scene, a panel
 per policy: navi_actor.evaluation.paths_png).
 
     uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR] [--paths DIR]
-        [--split stratified|tail | --heldout-scenes A,B] [--warm-start-steps N [--warm-start-epochs E]]
+        [--split stratified|tail | --heldout-scenes A,B] [--heldout-corpus DIR]
+        [--warm-start-steps N [--warm-start-epochs E]]
 """
 
 from __future__ import annotations
@@ -58,19 +63,35 @@ from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
 
 def corpus_split(
-    corpus: Path | None, holdout: float, split: SplitMode, named: list[str] | None = None
+    corpus: Path | None,
+    holdout: float,
+    split: SplitMode,
+    named: list[str] | None = None,
+    heldout_corpus: Path | None = None,
 ) -> tuple[list[Path], list[Path]]:
-    """(training scenes, held-out scenes) of the corpus (the default one is built if missing)."""
+    """(training scenes, held-out scenes) of the corpus (the default one is built if missing), with
+    every scene of ``heldout_corpus`` held out as well (never trained on)."""
     from navi_environment.corpus.prepare import ensure_default_corpus
 
     folder = corpus if corpus is not None else ensure_default_corpus(progress=True)
     scenes = corpus_scenes(folder)
     try:
         if named:
-            return split_named(scenes, named)
-        return split_scenes(scenes, scene_families(folder, scenes), holdout, split)
-    except ValueError as error:
+            train, held = split_named(scenes, named)
+        else:
+            train, held = split_scenes(scenes, scene_families(folder, scenes), holdout, split)
+        if heldout_corpus is not None:
+            held = held + corpus_scenes(heldout_corpus)
+    except (ValueError, FileNotFoundError) as error:
         raise click.ClickException(str(error)) from error
+    stems = [path.stem for path in train + held]
+    repeated = sorted({stem for stem in stems if stems.count(stem) > 1})
+    if repeated:
+        raise click.ClickException(
+            f"--heldout-corpus repeats scene names of the corpus ({', '.join(repeated)}): every scene "
+            "needs its own name in the results and pictures"
+        )
+    return train, held
 
 
 def backend(scenes: list[Path], actors: int, episode_steps: int | None) -> Any:
@@ -307,6 +328,13 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     "names, so a run on it is judged on the same scenes as runs on the smaller corpus.",
 )
 @click.option(
+    "--heldout-corpus",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="A second corpus folder whose every scene is held out too (never trained on), e.g. scenes "
+    "compiled from mesh files with `navi-environment corpus prepare --source DIR --families none`.",
+)
+@click.option(
     "--episodes",
     type=int,
     default=8,
@@ -356,6 +384,7 @@ def main(
     holdout: float,
     split: SplitMode,
     heldout_scenes: str | None,
+    heldout_corpus: Path | None,
     episodes: int,
     episode_steps: int,
     threads: int | None,
@@ -370,7 +399,7 @@ def main(
     if threads is not None:
         torch.set_num_threads(threads)
     named = [name.strip() for name in heldout_scenes.split(",") if name.strip()] if heldout_scenes else None
-    train_scenes, eval_scenes = corpus_split(corpus, holdout, split, named)
+    train_scenes, eval_scenes = corpus_split(corpus, holdout, split, named, heldout_corpus)
     warm = WarmStartConfig(
         steps=warm_start_steps, epochs=warm_start_epochs, value_updates=warm_start_value_updates
     )

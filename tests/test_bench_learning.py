@@ -142,6 +142,25 @@ def test_named_held_out_scenes_judge_the_same_scenes_as_the_split(
     assert "Traceback" not in missing.stderr
 
 
+def test_a_heldout_corpus_adds_its_scenes_to_the_judged_ones_and_a_repeated_name_is_one_line(
+    corpus: Path, trained: dict[str, Any], tmp_path: Path
+) -> None:
+    """--heldout-corpus: every scene of a second folder is judged with the split's held-out ones (the
+    issue's mesh scenes), never trained on; a scene name both folders hold is refused in one line."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    shutil.copy(corpus / "hall_001.gmdag", extra / "mesh_hall_007.gmdag")
+    judge = ("--corpus", str(corpus), "--checkpoint", trained["checkpoint"])
+    both = json_line(bench(*judge, "--heldout-corpus", str(extra)))
+    assert both["heldout_scenes"] == ["hall_001", "mesh_hall_007"] and both["train_scenes"] == 1
+    for block in both["results"].values():  # one planned episode on each of the two scenes
+        assert block["episodes"] == 2 and block["scenes"] == 2
+    shutil.copy(corpus / "hall_001.gmdag", extra / "hall_001.gmdag")
+    repeated = bench(*judge, "--heldout-corpus", str(extra))
+    assert repeated.returncode != 0 and "Traceback" not in repeated.stderr
+    assert "repeats scene names of the corpus (hall_001)" in repeated.stderr.strip().splitlines()[-1]
+
+
 def test_a_paths_folder_that_cannot_be_made_stops_the_bench_before_training(
     corpus: Path, tmp_path: Path
 ) -> None:
