@@ -217,8 +217,9 @@ POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "fr
 def evaluate_all(
     policy: Any, eval_scenes: list[Path], episodes: int, episode_steps: int, seed: int, *, clone: Any = None,
     paths: Path | None = None,
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:  # fmt: skip
-    """Every policy flies the same episode plan on the held-out scenes; (summaries, paired ratios).
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, dict[str, float]]]:  # fmt: skip
+    """Every policy flies the same episode plan on the held-out scenes; (summaries, paired ratios,
+    mean coverage per scene and policy).
 
     ``clone``, the behaviour-cloned policy of a warm start before PPO, also flies it with its mean
     action (``warm_start_mean_action``): what PPO added to the clone is a paired ratio too.
@@ -261,11 +262,24 @@ def evaluate_all(
         for file in write_path_images(paths, env, list(reports.values())):
             say(f"paths of {', '.join(reports)} (left to right): {file}")
     summaries = {name: report.summary() for name, report in reports.items()}
+    summaries_by_scene = coverage_by_scene(reports, [path.stem for path in eval_scenes])
     paired = {
         f"{name}_vs_{reference}": compare_reports(reports[reference], reports[name])
         for name, reference in pairs
     }
-    return summaries, paired
+    return summaries, paired, summaries_by_scene
+
+
+def coverage_by_scene(reports: dict[str, Any], names: list[str]) -> dict[str, dict[str, float]]:
+    """Mean coverage (visit cells per episode) of every policy on each held-out scene, so a pooled
+    ratio can be traced to the scenes (a family, or the mesh scenes) that make it."""
+    table: dict[str, dict[str, float]] = {}
+    for index, name in enumerate(names):
+        table[name] = {}
+        for policy, report in reports.items():
+            mine = report.plan.scenes.numpy() == index
+            table[name][policy] = round(float(report.columns["coverage_cells"][mine].mean()), 2)
+    return table
 
 
 def targets(paired: dict[str, Any]) -> dict[str, Any]:
@@ -417,7 +431,7 @@ def main(
     else:
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
     clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
-    results, paired = evaluate_all(
+    results, paired, by_scene = evaluate_all(
         policy, eval_scenes, episodes, episode_steps, seed, clone=clone, paths=paths
     )
     line = {
@@ -429,6 +443,7 @@ def main(
         "episodes_per_scene": episodes,
         "episode_steps": episode_steps,
         "results": results,
+        "coverage_by_scene": by_scene,
         **targets(paired),
         "paired": paired,
     }

@@ -155,6 +155,10 @@ def test_a_heldout_corpus_adds_its_scenes_to_the_judged_ones_and_a_repeated_name
     assert both["heldout_scenes"] == ["hall_001", "mesh_hall_007"] and both["train_scenes"] == 1
     for block in both["results"].values():  # one planned episode on each of the two scenes
         assert block["episodes"] == 2 and block["scenes"] == 2
+    assert set(both["coverage_by_scene"]) == {"hall_001", "mesh_hall_007"}
+    for policy, block in both["results"].items():  # the pooled mean is the two scenes' episodes' mean
+        per_scene = [both["coverage_by_scene"][scene][policy] for scene in ("hall_001", "mesh_hall_007")]
+        assert block["coverage_cells"]["value"] == pytest.approx(sum(per_scene) / 2, abs=0.01)
     shutil.copy(corpus / "hall_001.gmdag", extra / "hall_001.gmdag")
     repeated = bench(*judge, "--heldout-corpus", str(extra))
     assert repeated.returncode != 0 and "Traceback" not in repeated.stderr
