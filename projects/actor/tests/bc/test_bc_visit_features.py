@@ -11,7 +11,7 @@ import torch
 
 from navi_actor.bc import BCConfig
 from navi_actor.bc.dataset import DemoData, DemonstrationError, load_demonstrations
-from navi_actor.bc.trainer import train_bc
+from navi_actor.bc.trainer import BCHistory, train_bc
 from navi_actor.bc.visit_features import demo_visit_features
 from navi_actor.memory import VisitMemory, VisitMemoryConfig
 from navi_actor.models import NaviPolicy, PolicyConfig
@@ -66,18 +66,23 @@ def test_demonstrations_without_poses_are_refused_for_a_visit_reading_policy(tmp
         demo_visit_features(data, EAGER)
 
 
+def small_policy(**visits: bool) -> NaviPolicy:
+    """A tiny GRU policy with the eager visit memory and the given visit settings."""
+    torch.manual_seed(0)
+    sizes = {"azimuth": 16, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+    return NaviPolicy(PolicyConfig(temporal_core="gru", visits=EAGER, **sizes, **visits))  # type: ignore[arg-type]
+
+
+def cloned(policy: NaviPolicy, data: DemoData, epochs: int) -> BCHistory:
+    bc = BCConfig(epochs=epochs, sequence_length=8, streams=2, learning_rate=1e-2)
+    holdout = data.select_episodes(torch.tensor([0]))
+    return train_bc(policy, data, holdout, bc, torch.Generator().manual_seed(0))
+
+
 def test_cloning_trains_the_visit_projection_from_the_recorded_poses(tmp_path: Path) -> None:
     data: DemoData = load_demonstrations([posed_demo(tmp_path / "a.npz", 64, 16)])
-    torch.manual_seed(0)
-    config = PolicyConfig(
-        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
-        visit_input=True, visits=EAGER,
-    )  # fmt: skip
-    policy = NaviPolicy(config)
-    bc = BCConfig(epochs=3, sequence_length=8, streams=2, learning_rate=1e-2)
-    history = train_bc(
-        policy, data, data.select_episodes(torch.tensor([0])), bc, torch.Generator().manual_seed(0)
-    )
+    policy = small_policy(visit_input=True)
+    history = cloned(policy, data, epochs=3)
     assert policy.visit_projection is not None
     assert float(policy.visit_projection.weight.detach().abs().max()) > 0.0  # it read non-zero features
     assert np.isfinite(history.holdout_mse[-1])
@@ -85,17 +90,7 @@ def test_cloning_trains_the_visit_projection_from_the_recorded_poses(tmp_path: P
 
 def test_cloning_trains_the_visit_head_towards_the_recorded_poses_features(tmp_path: Path) -> None:
     data: DemoData = load_demonstrations([posed_demo(tmp_path / "a.npz", 64, 16)])
-    torch.manual_seed(0)
-    config = PolicyConfig(
-        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
-        visit_prediction=True, visits=EAGER,
-    )  # fmt: skip
-    policy = NaviPolicy(config)
-    bc = BCConfig(epochs=6, sequence_length=8, streams=2, learning_rate=1e-2)
-    holdout = data.select_episodes(torch.tensor([0]))
-    history = train_bc(policy, data, holdout, bc, torch.Generator().manual_seed(0))
+    history = cloned(small_policy(visit_prediction=True), data, epochs=6)
     assert len(history.train_visit_bce) == 6
     assert history.train_visit_bce[-1] < 0.8 * history.train_visit_bce[0]  # it learns the episode's map
-    plain = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
-    bc_plain = BCConfig(epochs=1, sequence_length=8, streams=2)
-    assert train_bc(NaviPolicy(plain), data, data, bc_plain, torch.Generator()).train_visit_bce == []
+    assert cloned(small_policy(), data, epochs=1).train_visit_bce == []  # no head, nothing reported
