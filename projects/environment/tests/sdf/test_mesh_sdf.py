@@ -27,6 +27,11 @@ def _sphere_truth(resolution: int, bmin: np.ndarray, voxel: float, radius: float
     return np.sqrt(x**2 + y**2 + z**2) - radius
 
 
+def _axis_z(resolution: int, bmin: np.ndarray, voxel: float) -> np.ndarray:
+    axis = (np.arange(resolution) + 0.5) * voxel + bmin[2]
+    return np.broadcast_to(axis[None, None, :], (resolution,) * 3)
+
+
 @pytest.fixture(scope="module")
 def sphere_mesh() -> trimesh.Trimesh:
     return trimesh.creation.icosphere(subdivisions=4, radius=1.0)
@@ -65,7 +70,12 @@ def test_sphere_distance_within_one_voxel(sphere_mesh: trimesh.Trimesh) -> None:
     # The icosphere is inscribed: its faces sit up to ~0.002 m inside the true sphere.
     assert np.abs(sdf - truth).max() <= voxel
     assert (np.sign(sdf) == np.sign(truth))[np.abs(truth) > 0.01].all()
-    assert (semantic[np.abs(truth) < voxel] == 1).all()
+    near = np.abs(truth) < voxel
+    assert np.isin(semantic[near], [SemanticClass.WALL, SemanticClass.FLOOR, SemanticClass.CEILING]).all()
+    top = near & (truth > 0) & (_axis_z(48, bmin, voxel) > 0.9)  # outside, above the sphere's top
+    assert (semantic[top] == SemanticClass.FLOOR).all()
+    bottom = near & (truth < 0) & (_axis_z(48, bmin, voxel) < -0.9)  # inside, under its bottom
+    assert (semantic[bottom] == SemanticClass.FLOOR).all()  # seen from above the triangle's plane
 
 
 @pytest.mark.parametrize("mutation", ["holes", "inverted", "holes_and_inverted"])
@@ -122,3 +132,23 @@ def test_distance_transform_matches_scipy(resolution: int) -> None:
     expected = ndimage.distance_transform_edt(~features, sampling=0.25)
     np.testing.assert_allclose(distance_to_features(features, 0.25), expected, rtol=1e-6, atol=1e-6)
     assert np.isinf(distance_to_features(np.zeros((4, 4, 4), dtype=bool))).all()
+
+
+def test_mesh_surfaces_get_the_classes_a_procedural_room_gives_them() -> None:
+    """Floor, ceiling and walls of a mesh room are labelled as the procedural rasteriser labels the
+    same layout (a policy trained on procedural scenes reads them), whichever way the faces wind."""
+    builder = LayoutBuilder("room", 0)
+    builder.shell((0.0, 0.0, 6.0, 4.0), 2.8)
+    builder.box((2.0, 1.0, 0.0), (2.15, 3.0, 2.8), SemanticClass.WALL)
+    layout = builder.build()
+    _, reference, *_ = layout_grids(layout, 64, cutoff_m=100.0, min_solid_voxels=0.0)
+    mesh = layout_mesh(layout)
+    for candidate in (mesh, trimesh.Trimesh(mesh.vertices, mesh.faces[:, ::-1], process=False)):
+        sdf, semantic, bmin, voxel = mesh_grids(candidate, 64)
+        centres = bmin + (np.indices(sdf.shape).transpose(1, 2, 3, 0) + 0.5) * voxel
+        inside_room = ((centres > (0.0, 0.0, 0.0)) & (centres < (6.0, 4.0, 2.8))).all(axis=-1)
+        air = inside_room & (sdf > 0) & (reference > 0) & (semantic > 0)  # where drones fly
+        labelled = reference[air]
+        classes = {SemanticClass.WALL, SemanticClass.FLOOR, SemanticClass.CEILING}
+        assert {int(c) for c in np.unique(labelled)} == classes
+        assert (semantic[air] == labelled).mean() > 0.9  # corners may take either neighbour's class

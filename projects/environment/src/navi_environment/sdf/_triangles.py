@@ -115,10 +115,17 @@ def triangle_index_ranges(
 
 
 @nb.njit(cache=True, parallel=True)
-def splat_unsigned_distance(
-    triangles: np.ndarray, ranges: np.ndarray, bmin: np.ndarray, voxel: float, udf: np.ndarray
+def splat_unsigned_distance(  # noqa: PLR0917 - the kernel's arrays, in the order they are read
+    triangles: np.ndarray,
+    ranges: np.ndarray,
+    bmin: np.ndarray,
+    voxel: float,
+    udf: np.ndarray,
+    owner: np.ndarray,
 ) -> None:
-    """min-accumulate exact unsigned distances of every triangle into ``udf`` (R, R, R) float32."""
+    """min-accumulate exact unsigned distances of every triangle into ``udf`` (R, R, R) float32, and
+    the index of the triangle each voxel's distance came from into ``owner`` (R, R, R) int32 (the
+    first of equally near ones; -1 stays where no triangle reached)."""
     resolution = udf.shape[0]
     for i in nb.prange(resolution):
         p = np.empty(3, dtype=np.float64)
@@ -131,4 +138,7 @@ def splat_unsigned_distance(
                 p[1] = bmin[1] + (j + 0.5) * voxel
                 for k in range(ranges[t, 2], ranges[t, 5] + 1):
                     p[2] = bmin[2] + (k + 0.5) * voxel
-                    udf[i, j, k] = min(udf[i, j, k], point_triangle_distance(p, a, b, c))
+                    distance = point_triangle_distance(p, a, b, c)
+                    if distance < udf[i, j, k]:
+                        udf[i, j, k] = distance
+                        owner[i, j, k] = t

@@ -13,6 +13,8 @@
    distance): a zero-thickness surface (a ground plane, a single-sided wall) has a distance that
    never goes below half a voxel between voxel centres, so rays would pass through it; as a
    shell at least a voxel thick it is solid to the tracer.
+6. Voxels near the surface get a semantic class from their nearest triangle: floor (a horizontal
+   triangle seen from above), ceiling (seen from below) or wall, as procedural scenes label them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import structlog
 import trimesh
 from scipy import ndimage
 
+from navi_environment.scenes.layout import SemanticClass
 from navi_environment.scenes.rasterize import SEMANTIC_BAND_VOXELS, cube_for_bounds
 from navi_environment.sdf._triangles import splat_unsigned_distance, triangle_index_ranges
 from navi_environment.sdf._winding import build_bvh, winding_numbers
@@ -77,16 +80,43 @@ def _region_samples(labels: np.ndarray, count: int) -> tuple[np.ndarray, np.ndar
     return np.concatenate(samples), np.concatenate(owners)
 
 
+HORIZONTAL_NORMAL_Z = 0.7
+"""A triangle whose unit normal has ``|z|`` at least this (within about 45 degrees of horizontal) is a
+floor seen from above it and a ceiling seen from below; any other is a wall."""
+
+
+def surface_classes(triangles: np.ndarray, owner: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Semantic class of each point ``centres [N, 3]`` from its nearest triangle ``owner [N]``.
+
+    Why: a mesh file carries no labels, but procedural scenes, on which policies are trained, tell
+    floors and ceilings from walls in the observation's semantic channel; a mesh written as one
+    class shows a policy walls below and above it. The side of the triangle's plane the point lies
+    on decides floor or ceiling, so the file's winding does not matter.
+    """
+    a = triangles[owner, 0]
+    normal = np.cross(triangles[owner, 1] - a, triangles[owner, 2] - a)
+    length = np.linalg.norm(normal, axis=1)
+    nz = np.divide(normal[:, 2], length, out=np.zeros_like(length), where=length > 0)
+    above = np.einsum("ij,ij->i", centres - a, normal) * normal[:, 2] > 0
+    classes = np.full(len(owner), int(SemanticClass.WALL), dtype=np.uint16)
+    horizontal = np.abs(nz) >= HORIZONTAL_NORMAL_Z
+    classes[horizontal & above] = int(SemanticClass.FLOOR)
+    classes[horizontal & ~above] = int(SemanticClass.CEILING)
+    return classes
+
+
 def mesh_grids(
-    mesh: trimesh.Trimesh, resolution: int, *, semantic_id: int = 1, shell_voxels: float = 0.0
+    mesh: trimesh.Trimesh, resolution: int, *, shell_voxels: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Rasterise a mesh into the compiler's dense inputs.
 
     Args:
         mesh: validated mesh in metres (see :func:`navi_environment.mesh.load.load_mesh`).
         resolution: voxels per axis (power of two).
-        semantic_id: id written near every surface (meshes carry no classes).
         shell_voxels: thicken every surface by this many voxels (0: exact geometry).
+
+    Voxels near a surface get the class of their nearest triangle (:func:`surface_classes`: floor,
+    ceiling or wall); the rest 0.
 
     Returns:
         (sdf (R, R, R) float32, semantic (R, R, R) uint16, bmin (3,) float32, voxel size).
@@ -96,8 +126,9 @@ def mesh_grids(
     origin = bmin.astype(np.float64)
     band = BAND_VOXELS * voxel
     udf = np.full((resolution,) * 3, np.inf, dtype=np.float32)
+    owner = np.full((resolution,) * 3, -1, dtype=np.int32)
     ranges = triangle_index_ranges(triangles, origin, voxel, band, resolution)
-    splat_unsigned_distance(triangles, ranges, origin, voxel, udf)
+    splat_unsigned_distance(triangles, ranges, origin, voxel, udf, owner)
     in_band = udf < np.float32(band)
 
     # Winding numbers use a copy split into triangles of at most WINDING_EDGE_VOXELS: large flat
@@ -126,7 +157,12 @@ def mesh_grids(
     np.negative(sdf, out=sdf, where=inside)
     if shell_voxels > 0:
         sdf -= np.float32(shell_voxels * voxel)
-    semantic = np.where(udf < np.float32(SEMANTIC_BAND_VOXELS * voxel), np.uint16(semantic_id), np.uint16(0))
+    semantic = np.zeros((resolution,) * 3, dtype=np.uint16)
+    near = np.flatnonzero(udf < np.float32(SEMANTIC_BAND_VOXELS * voxel))
+    semantic.ravel()[near] = surface_classes(
+        triangles, owner.ravel()[near], _centres(near, resolution, bmin, voxel)
+    )
+    del owner
     log.debug(
         "sdf.mesh.rasterised",
         triangles=len(triangles),
