@@ -139,6 +139,13 @@ class RewardSettings(BaseModel):
         description="Weight: moving into a visit cell entered earlier in the episode (penalty; 0 = off).",
     )
     visit_cell_m: float = Field(default=1.0, gt=0.0, description="Edge of an exploration visit cell.")
+    novelty_columns: bool = Field(
+        default=False,
+        description="Pay the novelty terms (exploration, structure band, heading terms, revisit) once per "
+        "column of visit cells, all heights together, instead of once per 3D cell. Coverage is still "
+        "counted in 3D cells. Why: an orbit whose height drifts keeps entering new 3D cells "
+        "(docs/experiments/2026-11-orbits.md).",
+    )
     heading_bins: int = Field(
         default=1,
         ge=1,

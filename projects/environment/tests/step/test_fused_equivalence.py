@@ -26,7 +26,7 @@ KERNELS: Any = fused_kernels  # numba dispatchers: signatures inferred at call t
 SPEC = RoomSpec(hi=(6.0, 5.0, 3.0), pillars=((3.0, 3.0, 0.4),))
 OTHER = RoomSpec(hi=(5.0, 4.0, 3.0), thin_wall_x=2.5, thin_wall_gap=(1.0, 2.5))
 STATE = ("position", "yaw", "smoothed", "clearance", "spawn", "obs", "final_obs", "atlas_ids", "scene_index")
-MEMORY = ("visited", "headings", "best_distance", "prev_clearance", "coverage", "prev_slot")
+MEMORY = ("visited", "cells", "headings", "best_distance", "prev_clearance", "coverage", "prev_slot")
 COUNTERS = ("length", "episode_return", "episodes_in_scene")
 
 
@@ -35,11 +35,11 @@ def rooms():  # type: ignore[no-untyped-def]
     return [room_scene(SPEC, 64), room_scene(OTHER, 64)]
 
 
-def settings_for(step_kernel: str, **episode: int) -> EnvironmentSettings:
+def settings_for(step_kernel: str, novelty_columns: bool = False, **episode: int) -> EnvironmentSettings:
     base = EnvironmentSettings(
         sensor=SensorSettings(azimuth_bins=32, elevation_bins=8),
         episode=EpisodeSettings(**episode),
-        reward=RewardSettings(revisit=0.5),  # every term on, off-default ones too
+        reward=RewardSettings(revisit=0.5, novelty_columns=novelty_columns),  # every term on
     )
     return base.model_copy(update={"physics": base.physics.model_copy(update={"step_kernel": step_kernel})})
 
@@ -188,14 +188,16 @@ def test_sweep_kernel_matches_move_with_collisions(rooms) -> None:  # type: igno
     _close(torch.from_numpy(speed), (want.position - position).norm(dim=1) / settings.physics.dt, "speed")
 
 
-def test_reward_kernel_matches_rewards_compute() -> None:
+@pytest.mark.parametrize("novelty_columns", [False, True])
+def test_reward_kernel_matches_rewards_compute(novelty_columns: bool) -> None:
     """Hand-built inputs with partly filled memory: the ten terms, the reward and the memory."""
-    settings = settings_for("numba")
+    settings = settings_for("numba", novelty_columns)
     B, Az, El, H = 16, 16, 4, settings.sensor.horizon_m
     gen = torch.Generator().manual_seed(5)
     oracle = Rewards(settings.reward, settings.physics, B, CPU)
     oracle.reset_rows(torch.arange(B), torch.rand(B, generator=gen) * 3.0)
     oracle.visited[:, : VISIT_SLOTS // 2] = torch.rand(B, VISIT_SLOTS // 2, generator=gen) < 0.3
+    oracle.cells[:, VISIT_SLOTS // 4 :] = torch.rand(B, 3 * VISIT_SLOTS // 4, generator=gen) < 0.3
     oracle.headings[:, : VISIT_SLOTS // 2] = torch.randint(0, 256, (B, VISIT_SLOTS // 2), generator=gen)
     oracle.best_distance += torch.rand(B, generator=gen) * 2.0
     obs = torch.rand(B, 3, Az, El, generator=gen)
@@ -204,7 +206,7 @@ def test_reward_kernel_matches_rewards_compute() -> None:
     position = (torch.rand(B, 3, generator=gen) * 2.0 - 1.0) * 40.0  # negative cells hash too
     yaw = (torch.rand(B, generator=gen) * 2.0 - 1.0) * 4.0
     # revisits: half the drones come from another visited cell, a quarter stay in a visited cell
-    slots = oracle.slots(position)
+    slots = oracle.slots(position, columns=novelty_columns)
     oracle.visited[torch.arange(B // 2), slots[: B // 2]] = True
     oracle.prev_slot[: B // 4] = slots[: B // 4]
     oracle.prev_slot[B // 4 : B // 2] = (slots[B // 4 : B // 2] + 1) % VISIT_SLOTS

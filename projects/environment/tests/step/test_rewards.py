@@ -210,3 +210,20 @@ def test_revisit_is_off_by_default() -> None:
     for x in (0.5, 1.5, 0.5):
         _, terms, _ = rewards.compute(inputs(obs, position=torch.tensor([[x, 0.5, 1.0]])))
     assert float(term(terms, "revisit")) == 0.0
+
+
+@pytest.mark.parametrize("columns", [False, True])
+def test_novelty_columns_pay_a_column_once_while_coverage_counts_3d_cells(columns: bool) -> None:
+    """Climbing through three cells of one column: 3D novelty pays each, column novelty only the
+    first; coverage counts the three cells either way, so it means the same whatever the reward."""
+    rewards = fresh(RewardSettings(heading_bins=1, novelty_columns=columns))
+    obs = obs_with(2.0)
+    paid = []
+    for z in (0.5, 1.5, 2.5, 1.5):
+        terms = rewards.compute(inputs(obs, position=torch.tensor([[0.5, 0.5, z]])))[1]
+        paid.append(float(term(terms, "exploration")) > 0)
+    assert paid == ([True, True, True, False] if not columns else [True, False, False, False])
+    assert float(rewards.coverage[0]) == 3.0
+    terms = rewards.compute(inputs(obs, position=torch.tensor([[1.5, 0.5, 2.5]])))[1]
+    assert float(term(terms, "exploration")) > 0  # the next column pays
+    assert float(rewards.coverage[0]) == 4.0

@@ -74,7 +74,8 @@ class FusedStep:
         memory, episodes = be.rewards, be.episodes
         n = _after(
             obs, self._forward_rays, nearest.numpy(), hit_share.numpy(), position, yaw, be.spawn.numpy(),
-            self._collided, self._impact, memory.visited.numpy(), memory.headings.numpy(),
+            self._collided, self._impact, memory.visited.numpy(), memory.cells.numpy(),
+            memory.headings.numpy(),
             memory.best_distance.numpy(), memory.prev_clearance.numpy(), memory.coverage.numpy(),
             memory.prev_slot.numpy(), memory.weights.numpy(), self.rew, ids, be.scenes.bounds.numpy(),
             episodes.length.numpy(), episodes.episode_return.numpy(), be.scene_index.numpy(),
@@ -115,5 +116,6 @@ def reward_params(settings: EnvironmentSettings) -> np.ndarray:
     out[k.R_MAX_STEPS] = e.max_steps
     out[k.R_GRACE] = e.starvation_grace_steps
     out[k.R_STARVATION] = e.starvation_truncate
+    out[k.R_NOVELTY_COLUMNS] = float(r.novelty_columns)
     assert len(REWARD_TERMS) == k.N_TERMS, "the kernels compute exactly the REWARD_TERMS"
     return out

@@ -37,8 +37,9 @@ P_MAX_SPEED, P_SMOOTHING, P_RADIUS, P_SLOWDOWN, P_DT, P_HORIZON = 0, 4, 5, 6, 7,
 PHYS_SIZE = 9
 # rew [float64]: reward and episode settings in the order :func:`reward_params` writes them
 (R_MIN_CLEARANCE, R_PROXIMITY, R_BAND_LOW, R_BAND_HIGH, R_INSPECTION, R_COLLISION_BASE, R_MAX_FORWARD,
- R_VISIT_CELL, R_HEADING_BINS, R_HORIZON, R_MAX_STEPS, R_GRACE, R_STARVATION) = range(13)  # fmt: skip
-REW_SIZE = 13
+ R_VISIT_CELL, R_HEADING_BINS, R_HORIZON, R_MAX_STEPS, R_GRACE, R_STARVATION,
+ R_NOVELTY_COLUMNS) = range(14)  # fmt: skip
+REW_SIZE = 14
 # rows of the info block after the ten weighted reward terms (backend.INFO_KEYS order)
 N_TERMS = 10
 I_COLLISION, I_SPEED, I_COVERAGE, I_RETURN, I_LENGTH, I_SCENE = 10, 11, 12, 13, 14, 15
@@ -248,11 +249,15 @@ def before_trace(  # type: ignore[no-untyped-def]  # noqa: PLR0917
 
 
 @_kernel
-def _visit(visited, headings, coverage, prev_slot, b, x, y, z, yaw, cell_m, bins):  # type: ignore[no-untyped-def]  # noqa: PLR0917
-    """``Rewards._visit`` for drone ``b``: mark cell and heading sector; ``(new_cell, new_heading,
-    revisit)``."""
+def _visit(visited, cells, headings, coverage, prev_slot, b, x, y, z, yaw, cell_m, bins, columns):  # type: ignore[no-untyped-def]  # noqa: PLR0917
+    """``Rewards._visit`` for drone ``b``: mark the 3D cell (coverage), the novelty cell and heading
+    sector; ``(new_cell, new_heading, revisit)`` of the novelty cell."""
     cx, cy, cz = math.floor(x / cell_m), math.floor(y / cell_m), math.floor(z / cell_m)
-    slot = (cx * _H0 + cy * _H1 + cz * _H2) % VISIT_SLOTS
+    cell = (cx * _H0 + cy * _H1 + cz * _H2) % VISIT_SLOTS
+    if not cells[b, cell]:
+        coverage[b] += np.float32(1.0)
+    cells[b, cell] = True
+    slot = (cx * _H0 + cy * _H1) % VISIT_SLOTS if columns else cell
     sector = int(yaw % _TWO_PI / _TWO_PI * np.float32(bins))
     bit = np.int64(1) << min(max(sector, 0), bins - 1)
     seen_cell = visited[b, slot]
@@ -260,7 +265,6 @@ def _visit(visited, headings, coverage, prev_slot, b, x, y, z, yaw, cell_m, bins
     visited[b, slot] = True
     headings[b, slot] = seen_bits | bit
     new_cell = np.float32(0.0) if seen_cell else np.float32(1.0)
-    coverage[b] += new_cell
     revisit = np.float32(1.0) if seen_cell and slot != prev_slot[b] else np.float32(0.0)
     prev_slot[b] = slot
     return new_cell, np.float32(1.0) if (seen_bits & bit) == 0 else np.float32(0.0), revisit
@@ -285,7 +289,7 @@ def _cone_shares(obs, b, forward_rays, rew):  # type: ignore[no-untyped-def]
 @_kernel
 def reward_terms(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     obs, forward_rays, nearest, hit_share, position, yaw, spawn, collided, impact_speed,
-    visited, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew, terms, reward,
+    visited, cells, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew, terms, reward,
 ):  # fmt: skip
     """``Rewards.compute``: weighted ``terms [>=10,B]`` (rows 0-9), ``reward [B]``, memory in place.
 
@@ -296,11 +300,13 @@ def reward_terms(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     prox = np.float32(rew[R_PROXIMITY])
     band_low, band_high = np.float32(rew[R_BAND_LOW]), np.float32(rew[R_BAND_HIGH])
     cell_m, bins = np.float32(rew[R_VISIT_CELL]), int(rew[R_HEADING_BINS])
+    columns = rew[R_NOVELTY_COLUMNS] != 0.0
     value = np.empty(N_TERMS, np.float32)
     for b in range(position.shape[0]):
         clear = nearest[b] * h
         new_cell, new_heading, revisit = _visit(
             visited,
+            cells,
             headings,
             coverage,
             prev_slot,
@@ -311,6 +317,7 @@ def reward_terms(  # type: ignore[no-untyped-def]  # noqa: PLR0917
             yaw[b],
             cell_m,
             bins,
+            columns,
         )
         frontier, band_share, near = _cone_shares(obs, b, forward_rays, rew)
         gate = one if clear >= np.float32(rew[R_MIN_CLEARANCE]) else zero
@@ -370,7 +377,7 @@ def episode_flags(  # type: ignore[no-untyped-def]  # noqa: PLR0917
 @_kernel
 def after_trace(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     obs, forward_rays, nearest, hit_share, position, yaw, spawn, collided, impact_speed,
-    visited, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew,
+    visited, cells, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew,
     ids, bounds, length, episode_return, scene_index, reward, terminated, truncated, info, ended,
 ):  # fmt: skip
     """Everything a step does after the trace: reward, memory, counters, flags and the info block
@@ -378,7 +385,8 @@ def after_trace(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     number of rows that ended (``ended[:n]``)."""
     reward_terms(
         obs, forward_rays, nearest, hit_share, position, yaw, spawn, collided, impact_speed,
-        visited, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew, info, reward,
+        visited, cells, headings, best_distance, prev_clearance, coverage, prev_slot, weights, rew, info,
+        reward,
     )  # fmt: skip
     n = episode_flags(
         reward, hit_share, position, ids, bounds, length, episode_return, rew, terminated, truncated, ended

@@ -39,6 +39,10 @@ Visit memory is a per-drone hashed table (``VISIT_SLOTS`` cells): hash collision
 cell look visited early, never pay twice for one cell. The revisit term compares slots too (the
 slot of the previous step's cell, -1 after a reset), so a move between two cells that share a slot
 reads as staying.
+
+With ``novelty_columns`` the novelty terms key that table by the cell's column (its height set to
+0), so flying up or down through known ground pays nothing; a second table (``cells``) always keys
+by the 3D cell and counts coverage, so coverage means the same whatever the reward pays for.
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ class Rewards:
         self.max_forward = float(physics.max_forward_mps)
         self.weights = torch.tensor([getattr(settings, n) for n in REWARD_TERMS], device=device)
         self.visited = torch.zeros(num_actors, VISIT_SLOTS, dtype=torch.bool, device=device)
+        self.cells = torch.zeros(num_actors, VISIT_SLOTS, dtype=torch.bool, device=device)
         self.headings = torch.zeros(num_actors, VISIT_SLOTS, dtype=torch.int64, device=device)
         self.best_distance = torch.zeros(num_actors, device=device)
         self.prev_clearance = torch.zeros(num_actors, device=device)
@@ -121,6 +126,7 @@ class Rewards:
     def reset_rows(self, rows: torch.Tensor, clearance: torch.Tensor) -> None:
         """Forget the memory of drones ``rows`` (long [K]) starting new episodes with ``clearance`` [K]."""
         self.visited[rows] = False
+        self.cells[rows] = False
         self.headings[rows] = 0
         self.best_distance[rows] = 0.0
         self.prev_clearance[rows] = clearance
@@ -162,19 +168,27 @@ class Rewards:
         ) * self.weights[:, None]  # fmt: skip
         return terms.sum(dim=0), terms, clearance
 
-    def slots(self, position: torch.Tensor) -> torch.Tensor:
-        """Visit-table slot (long [B]) of the cell holding each of ``position [B,3]``."""
+    def slots(self, position: torch.Tensor, columns: bool = False) -> torch.Tensor:
+        """Visit-table slot (long [B]) of the cell holding each of ``position [B,3]`` (of its column
+        if ``columns``)."""
         cell = torch.floor(position / self.settings.visit_cell_m).long()
+        if columns:
+            cell[:, 2] = 0
         return ((cell * self._hash).sum(dim=1)) % VISIT_SLOTS
 
     def _visit(
         self, position: torch.Tensor, yaw: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Mark the current cell and heading sector visited.
+        """Mark the current cell (coverage), its novelty cell and heading sector visited.
 
-        Returns (new_cell, new_heading, revisit) as 0/1 floats; revisit: moved into a cell seen before.
+        Returns (new_cell, new_heading, revisit) as 0/1 floats of the novelty cell (the 3D cell, or
+        its column with ``novelty_columns``); revisit: moved into a novelty cell seen before.
         """
-        slot = self.slots(position)
+        cell = self.slots(position)
+        seen_3d = self.cells[self._rows, cell]
+        self.cells[self._rows, cell] = True
+        self.coverage += (~seen_3d).float()
+        slot = self.slots(position, columns=self.settings.novelty_columns)
         sector = (torch.remainder(yaw, 2 * torch.pi) / (2 * torch.pi) * self.settings.heading_bins).long()
         bit = torch.bitwise_left_shift(
             torch.ones_like(sector), sector.clamp(0, self.settings.heading_bins - 1)
@@ -184,7 +198,6 @@ class Rewards:
         new_heading = (seen_bits & bit) == 0
         self.visited[self._rows, slot] = True
         self.headings[self._rows, slot] = seen_bits | bit
-        self.coverage += (~seen_cell).float()
         revisit = seen_cell & (slot != self.prev_slot)
         self.prev_slot.copy_(slot)
         return (~seen_cell).float(), new_heading.float(), revisit.float()
