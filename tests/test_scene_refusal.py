@@ -92,6 +92,48 @@ def test_evaluate_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp
     _refused(result, solid_scene)
 
 
+def test_train_names_a_bad_environment_setting_not_the_scene(solid_scene: Path, tmp_path: Path) -> None:
+    """A bad ``NAVI_ENV_*`` value is one line naming the setting, not an "unusable scene"."""
+    from navi_actor.cli import main
+
+    result = CliRunner().invoke(
+        main,
+        [
+            "train",
+            "--gmdag-file",
+            str(solid_scene),
+            "--num-actors",
+            "1",
+            "--total-steps",
+            "8",
+            "--no-telemetry",
+        ],
+        env={
+            **SMALL,
+            "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
+            "NAVI_ENV_REWARD__NOVELTY_COLUMNS": "maybe",
+        },
+    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1, result.output
+    assert "invalid environment settings (NAVI_ENV_*): reward.novelty_columns: " in lines[0], result.output
+    assert "unusable scene" not in result.output and "Traceback" not in result.output
+
+
+def test_explore_names_a_bad_environment_setting(solid_scene: Path) -> None:
+    """``explore`` read ``NAVI_ENV_*`` unguarded: a bad value ended in a traceback."""
+    from navi_auditor.cli import main
+
+    arguments = ["explore", "--gmdag-file", str(solid_scene), "--autopilot", "--max-steps", "2"]
+    result = CliRunner().invoke(
+        main, [*arguments, "--publish", "none"], env={**SMALL, "NAVI_ENV_REWARD__NOVELTY_COLUMNS": "maybe"}
+    )
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output  # usage error
+    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and "invalid settings: reward.novelty_columns: " in lines[0], result.output
+
+
 @pytest.mark.slow
 def test_train_on_a_y_up_mesh_then_evaluate_refuses_a_solid_scene(solid_scene: Path, tmp_path: Path) -> None:
     """An ordinary y-up OBJ compiles the right way up, trains, and evaluation refuses a bad scene."""

@@ -156,7 +156,7 @@ def explore_main(*, record: bool, out: Path | None, autopilot: str | None, **opt
     terminal = Terminal()
     level = options["log_level"] or ("warning" if terminal.interactive else settings.log_level)
     configure_logging(level, settings.log_json)
-    env_settings = EnvironmentSettings()
+    env_settings = build_settings(EnvironmentSettings)  # a bad NAVI_ENV_* value: one line
     explore = settings.explore
     try:
         scene_files = resolve_scene_files(explore.gmdag_file, explore.corpus, env_settings)
