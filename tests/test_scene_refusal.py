@@ -38,12 +38,51 @@ def solid_scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _error_line(result: Result) -> str:
+    """The one ``Error:`` line of a command refused by a ClickException (no traceback)."""
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
 def _refused(result: Result, scene: Path) -> None:
     assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), result.exception  # a ClickException, no traceback
-    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(lines) == 1 and f"unusable scene: {scene}: cannot host drones: " in lines[0], result.output
-    assert "Traceback" not in result.output
+    assert f"unusable scene: {scene}: cannot host drones: " in _error_line(result), result.output
+
+
+def _train(scene: Path, tmp_path: Path, **env: str) -> Result:
+    from navi_actor.cli import main
+
+    arguments = [
+        "train",
+        "--gmdag-file",
+        str(scene),
+        "--num-actors",
+        "2",
+        "--total-steps",
+        "8",
+        "--no-telemetry",
+    ]
+    return CliRunner().invoke(
+        main, arguments, env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path), **env}
+    )
+
+
+def _explore(scene: Path, **env: str) -> Result:
+    from navi_auditor.cli import main
+
+    arguments = [
+        "explore",
+        "--gmdag-file",
+        str(scene),
+        "--autopilot",
+        "--max-steps",
+        "2",
+        "--publish",
+        "none",
+    ]
+    return CliRunner().invoke(main, arguments, env={**SMALL, **env})
 
 
 def test_serve_refuses_a_scene_that_cannot_host_drones(solid_scene: Path) -> None:
@@ -53,32 +92,12 @@ def test_serve_refuses_a_scene_that_cannot_host_drones(solid_scene: Path) -> Non
     _refused(result, solid_scene)
 
 
-def test_explore_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_path: Path) -> None:
-    from navi_auditor.cli import main
-
-    arguments = ["explore", "--gmdag-file", str(solid_scene), "--autopilot", "--max-steps", "2"]
-    result = CliRunner().invoke(main, [*arguments, "--publish", "none"], env=SMALL)
-    _refused(result, solid_scene)
+def test_explore_refuses_a_scene_that_cannot_host_drones(solid_scene: Path) -> None:
+    _refused(_explore(solid_scene), solid_scene)
 
 
 def test_train_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_path: Path) -> None:
-    from navi_actor.cli import main
-
-    result = CliRunner().invoke(
-        main,
-        [
-            "train",
-            "--gmdag-file",
-            str(solid_scene),
-            "--num-actors",
-            "2",
-            "--total-steps",
-            "8",
-            "--no-telemetry",
-        ],
-        env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)},
-    )
-    _refused(result, solid_scene)
+    _refused(_train(solid_scene, tmp_path), solid_scene)
 
 
 def test_evaluate_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp_path: Path) -> None:
@@ -92,46 +111,23 @@ def test_evaluate_refuses_a_scene_that_cannot_host_drones(solid_scene: Path, tmp
     _refused(result, solid_scene)
 
 
+BAD_SETTING = {"NAVI_ENV_REWARD__NOVELTY_COLUMNS": "maybe"}
+
+
 def test_train_names_a_bad_environment_setting_not_the_scene(solid_scene: Path, tmp_path: Path) -> None:
     """A bad ``NAVI_ENV_*`` value is one line naming the setting, not an "unusable scene"."""
-    from navi_actor.cli import main
-
-    result = CliRunner().invoke(
-        main,
-        [
-            "train",
-            "--gmdag-file",
-            str(solid_scene),
-            "--num-actors",
-            "1",
-            "--total-steps",
-            "8",
-            "--no-telemetry",
-        ],
-        env={
-            **SMALL,
-            "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path),
-            "NAVI_ENV_REWARD__NOVELTY_COLUMNS": "maybe",
-        },
-    )
-    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
-    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(lines) == 1, result.output
-    assert "invalid environment settings (NAVI_ENV_*): reward.novelty_columns: " in lines[0], result.output
-    assert "unusable scene" not in result.output and "Traceback" not in result.output
+    result = _train(solid_scene, tmp_path, **BAD_SETTING)
+    assert result.exit_code == 1, result.output
+    line = _error_line(result)
+    assert "invalid environment settings (NAVI_ENV_*): reward.novelty_columns: " in line, result.output
+    assert "unusable scene" not in result.output
 
 
 def test_explore_names_a_bad_environment_setting(solid_scene: Path) -> None:
     """``explore`` read ``NAVI_ENV_*`` unguarded: a bad value ended in a traceback."""
-    from navi_auditor.cli import main
-
-    arguments = ["explore", "--gmdag-file", str(solid_scene), "--autopilot", "--max-steps", "2"]
-    result = CliRunner().invoke(
-        main, [*arguments, "--publish", "none"], env={**SMALL, "NAVI_ENV_REWARD__NOVELTY_COLUMNS": "maybe"}
-    )
-    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output  # usage error
-    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(lines) == 1 and "invalid settings: reward.novelty_columns: " in lines[0], result.output
+    result = _explore(solid_scene, **BAD_SETTING)
+    assert result.exit_code == 2, result.output  # a usage error
+    assert "invalid settings: reward.novelty_columns: " in _error_line(result), result.output
 
 
 @pytest.mark.slow
