@@ -192,15 +192,14 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
 def _environment_or_refusal(build_environment: Any, settings: Any) -> Any:
     """The training/evaluation environment; a scene that cannot be used (no file, a broken file, no
     place a drone can start) is refused with one line instead of a traceback."""
-    from pydantic import ValidationError
+    from navi_environment.config import EnvironmentSettings
 
-    from navi_contracts.errors import format_validation_error
-
+    # a bad NAVI_ENV_* value is one usage line, as explore and serve say it, not an "unusable scene"
+    env_settings = cli_options.build_settings(EnvironmentSettings)
     try:
-        return build_environment(settings.environment, settings.rollout.num_actors, settings.train.device)
-    except ValidationError as error:  # a bad NAVI_ENV_* value: the simulator's settings, not a scene
-        detail = format_validation_error("", error)
-        raise click.ClickException(f"invalid environment settings (NAVI_ENV_*): {detail}") from error
+        return build_environment(
+            settings.environment, settings.rollout.num_actors, settings.train.device, env_settings
+        )
     except (ValueError, FileNotFoundError) as error:  # SceneRejectedError, GmdagFormatError, ManifestError
         raise click.ClickException(f"unusable scene: {error}") from error
 
