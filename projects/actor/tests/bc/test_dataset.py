@@ -46,6 +46,21 @@ def test_files_concatenate_and_never_continue_episodes(tmp_path) -> None:
     assert data.sources[0]["file"] == str(a) and data.sources[1]["frames"] == 5 and b.exists()
 
 
+def test_frames_are_held_in_half_precision_and_windows_widened_to_float32(tmp_path) -> None:
+    """Half the memory of a recording; the values survive to half precision's 1 part in 2,048."""
+    from navi_actor.bc.trainer import _windows
+
+    write_demo(tmp_path / "a.npz", 12, episode_every=4)
+    with np.load(tmp_path / "a.npz") as archive:
+        stored = torch.from_numpy(archive["observations"])
+    data = load_demonstrations([tmp_path / "a.npz"])
+    assert data.observations.dtype == torch.float16
+    assert torch.allclose(data.observations.float(), stored, rtol=2**-11, atol=0)
+    index, starts = stream_indices(data.episode_bounds, streams=2, generator=None)
+    obs, *_ = next(_windows(data, index, starts, 3, device=torch.device("cpu"), visits=None))
+    assert obs.dtype == torch.float32 and obs.shape == (3, 2, 3, 16, 8)
+
+
 def test_split_keeps_whole_episodes_apart(tmp_path) -> None:
     write_demo(tmp_path / "a.npz", 40, episode_every=5)
     data = load_demonstrations([tmp_path / "a.npz"])

@@ -118,7 +118,7 @@ def test_windowed_evaluation_equals_step_by_step_acting(pretrained, demo_folder)
     data = load_demonstrations([demo_folder / "teacher-1.npz"]).select_episodes(torch.tensor([2, 3]))
     state, starts, errors = policy.initial_state(1), data.episode_starts, []
     for t in range(len(data)):
-        out = policy.act(data.observations[t : t + 1], state, starts[t : t + 1], deterministic=True)
+        out = policy.act(data.observations[t : t + 1].float(), state, starts[t : t + 1], deterministic=True)
         state = out.state
         errors.append((out.action - data.actions[t]).square().mean())
     stepwise = float(torch.stack(errors).mean())

@@ -30,7 +30,10 @@ class DemoData:
     """Frames of one or more demonstrations, concatenated (CPU tensors).
 
     Attributes:
-        observations: [N, 3, Az, El] float32.
+        observations: [N, 3, Az, El] float16: half the memory of the files' float32 (a recording of
+            32,768 frames holds 2.4 GB instead of 4.8 GB, twice over while it is split); the values
+            are depth fractions, class ids and a mask, which half precision keeps (to 1 part in 2,048,
+            ids exactly). The trainer widens each window to float32.
         actions: [N, 4] float32 executed actions in [-1, 1].
         episode_starts: [N] bool (the first frame of every file is a start).
         episode_bounds: [E, 2] int64 ``[start, end)`` frame ranges of the episodes.
@@ -135,7 +138,7 @@ def load_demonstrations(paths: list[Path]) -> DemoData:
             )
         file_starts = arrays["episode_starts"].copy()
         file_starts[0] = True  # files never continue each other's episodes
-        observations.append(arrays["observations"])
+        observations.append(arrays["observations"].astype(np.float16))
         actions.append(arrays["actions"])
         starts.append(file_starts)
         if positions is not None and {"positions", "yaw"} <= set(arrays):

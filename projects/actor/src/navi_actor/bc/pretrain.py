@@ -98,13 +98,15 @@ def run_pretrain(
     files = find_demonstration_files(demonstrations)
     data = load_demonstrations(files)
     train, holdout = split_episodes(data, config.holdout_fraction, generator)
+    sources, frames, observation_shape = data.sources, len(data), data.observation_shape
+    del data  # the split holds every frame again: keep one copy while cloning
     if len(train) < config.streams:
         raise DemonstrationError(f"{len(train)} training frames are fewer than --streams {config.streams}")
-    policy, loaded = _start_policy(policy_config, parent, data.observation_shape, device)
+    policy, loaded = _start_policy(policy_config, parent, observation_shape, device)
     run = RunFolder(runs_root, new_run_id("bc"))
     settings = {"bc": json.loads(config.model_dump_json()), **(settings_json or {})}
     run.write_manifest(
-        settings, {"demonstrations": data.sources, "parent_checkpoint": str(parent) if parent else None}
+        settings, {"demonstrations": sources, "parent_checkpoint": str(parent) if parent else None}
     )
     with run.capturing_logs():
         log.info(
@@ -131,7 +133,7 @@ def run_pretrain(
             wall_time_hours=(loaded.wall_time_hours if loaded else 0.0) + history.seconds / 3600.0,
             parent_checkpoint=str(parent.resolve()) if parent else None,
             training_source="bc",
-            corpus_summary={"demonstrations": data.sources, "frames": len(data)},
+            corpus_summary={"demonstrations": sources, "frames": frames},
             settings_json=json.dumps(settings, sort_keys=True, default=str),
         )
         path = save_checkpoint(checkpoint, out or checkpoint_path(run.checkpoints, step_id))

@@ -66,11 +66,12 @@ def _windows(  # type: ignore[no-untyped-def]
     visits: torch.Tensor | None,
 ):  # fmt: skip
     """Yield ``(obs [L,B,C,Az,El], actions [L,B,4], starts [L,B], visit features [L,B,F] or None)``
-    windows along T, on ``device`` (``visits``: the frames' features, :func:`_visit_features`)."""
+    windows along T, on ``device``, observations widened to float32 (``visits``: the frames' features,
+    :func:`_visit_features`)."""
     for t0 in range(0, index.shape[0], length):
         rows = index[t0 : t0 + length]  # [L, B]
         yield (
-            data.observations[rows].to(device, non_blocking=True),
+            data.observations[rows].to(device, torch.float32, non_blocking=True),
             data.actions[rows].to(device, non_blocking=True),
             starts[t0 : t0 + length].to(device),
             None if visits is None else visits[rows].to(device, non_blocking=True),
