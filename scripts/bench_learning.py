@@ -390,6 +390,19 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     "--warm-start-value-updates", type=click.IntRange(min=0), default=10, show_default=True,
     help="After a warm start, the first PPO updates that train only the critic (ppo.value_warmup_updates).",
 )  # fmt: skip
+@click.option(
+    "--warm-start-dagger-rounds", type=click.IntRange(min=0), default=0, show_default=True,
+    help="After the warm start's clone: DAgger rounds (the clone flies, the planner labels every step, "
+    "cloning continues on all flights; warm_start.dagger_rounds).",
+)  # fmt: skip
+@click.option(
+    "--warm-start-dagger-steps", type=click.IntRange(min=1), default=8192, show_default=True,
+    help="Environment steps the clone flies per DAgger round.",
+)  # fmt: skip
+@click.option(
+    "--warm-start-dagger-epochs", type=click.IntRange(min=1), default=5, show_default=True,
+    help="Behaviour-cloning epochs per DAgger round.",
+)  # fmt: skip
 def main(
     *,
     minutes: float,
@@ -407,6 +420,9 @@ def main(
     warm_start_steps: int,
     warm_start_epochs: int,
     warm_start_value_updates: int,
+    warm_start_dagger_rounds: int,
+    warm_start_dagger_steps: int,
+    warm_start_dagger_epochs: int,
     paths: Path | None,
 ) -> None:
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
@@ -415,7 +431,12 @@ def main(
     named = [name.strip() for name in heldout_scenes.split(",") if name.strip()] if heldout_scenes else None
     train_scenes, eval_scenes = corpus_split(corpus, holdout, split, named, heldout_corpus)
     warm = WarmStartConfig(
-        steps=warm_start_steps, epochs=warm_start_epochs, value_updates=warm_start_value_updates
+        steps=warm_start_steps,
+        epochs=warm_start_epochs,
+        value_updates=warm_start_value_updates,
+        dagger_rounds=warm_start_dagger_rounds,
+        dagger_steps=warm_start_dagger_steps,
+        dagger_epochs=warm_start_dagger_epochs,
     )
     if checkpoint is not None and warm.steps:
         raise click.ClickException("--warm-start-steps trains; --checkpoint skips training: pick one")

@@ -78,3 +78,93 @@ def test_the_flight_plan_flies_every_scene_within_the_scene_cache() -> None:
     assert flight_plan(5, 4, 2) == [[0, 1, 0, 1], [2, 3, 2, 3], [4, 0, 4, 0]]  # 2 scenes at once
     plan = flight_plan(40, 4, 8)
     assert len(plan) == 10 and sorted(scene for turn in plan for scene in turn) == list(range(40))
+
+
+class _ConstantPilot:
+    """A pilot that always asks for the same raw action; it counts the episode starts it was told of."""
+
+    def __init__(self, action: list[float]) -> None:
+        self.raw = torch.tensor(action)
+        self.starts: list[list[bool]] = []
+
+    def initial_state(self, batch_size: int, device: Any = None) -> torch.Tensor:
+        return torch.zeros(batch_size, 1)
+
+    def act(self, obs: torch.Tensor, state: torch.Tensor, starts: torch.Tensor, deterministic: bool) -> Any:
+        assert deterministic  # DAgger flies the mean action, as the policy is deployed
+        self.starts.append(starts.tolist())
+        return type("Acted", (), {"action": self.raw.expand(obs.shape[0], 4) * 3.0, "state": state + 1})()
+
+    def physics_action(self, raw: torch.Tensor) -> torch.Tensor:
+        return raw.clamp(-1.0, 1.0)
+
+
+def test_a_pilot_flies_while_the_planner_labels_every_step(
+    tmp_path: Path, scenes: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DAgger's correction flights: the simulator executes the pilot's action (in [-1, 1]), the files
+    hold the planner's action at the pilot's states, under the round's own file names."""
+    from navi_actor.bc.frontier_recording import record_frontier
+    from navi_auditor.demos import load_demonstration
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.config import EnvironmentSettings
+
+    settings = EnvironmentSettings(
+        sensor={"azimuth_bins": 32, "elevation_bins": 8}, episode={"max_steps": 5, "episodes_per_scene": 1}
+    )
+    env = SdfDagBackend(settings, 2, scene_paths=scenes[:2])
+    executed: list[torch.Tensor] = []
+    step = env.step
+
+    def spy(actions: torch.Tensor) -> Any:
+        executed.append(actions.clone())
+        return step(actions)
+
+    monkeypatch.setattr(env, "step", spy)
+    pilot = _ConstantPilot([0.1, 0.0, 0.0, 0.2])
+    recording = record_frontier(env, 24, tmp_path, seed=3, pilot=pilot, prefix="dagger1")
+    assert len(executed) == 12 and all(
+        torch.equal(action, torch.tensor([[0.3, 0.0, 0.0, 0.6]] * 2)) for action in executed
+    )
+    # its episodes restart every 5 steps: the pilot is told, so its recurrent state starts afresh
+    assert [row[0] for row in pilot.starts] == [True, False, False, False, False] * 2 + [True, False]
+    labels = []
+    for path in recording.files:
+        assert path.name.startswith("dagger1-r0000-")
+        demo = load_demonstration(path)
+        assert demo.metadata["labels"] == "frontier_on_pilot_flight"
+        labels.append(demo.frames["actions"])
+    labels_flat = np.concatenate(labels)
+    assert labels_flat.shape == (24, 4) and np.abs(labels_flat).max() <= 1.0
+    assert not np.allclose(labels_flat, [0.3, 0.0, 0.0, 0.6])  # the planner's own choice, not the pilot's
+
+
+def test_a_warm_start_with_a_dagger_round_clones_on_the_clones_labelled_flights(
+    tmp_path: Path, scenes: list[Path]
+) -> None:
+    """``warm_start.dagger_rounds``: the clone flies, the planner labels, cloning continues from the
+    clone on both flights; PPO starts from the last clone."""
+    from navi_actor.bc.warm_start import run_warm_start
+    from navi_actor.checkpoints import load_checkpoint
+    from navi_actor.config import ActorSettings
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.config import EnvironmentSettings
+
+    settings = ActorSettings(
+        warm_start={"steps": 48, "epochs": 1, "dagger_rounds": 1, "dagger_steps": 24, "dagger_epochs": 1},
+        bc={"streams": 2, "sequence_length": 4, "holdout_fraction": 0.0},
+        encoder_backend="spherical_cnn",
+        temporal_core="gru",
+    )
+    sensor = EnvironmentSettings(sensor={"azimuth_bins": 32, "elevation_bins": 8}, episode={"max_steps": 6})
+    env = SdfDagBackend(sensor, 2, scene_paths=scenes)
+    said: list[str] = []
+    result = run_warm_start(settings, env, tmp_path / "warm", seed=1, note=said.append)
+    folder = tmp_path / "warm" / "demonstrations"
+    assert len(list(folder.glob("frontier-*.npz"))) == 4 and len(list(folder.glob("dagger1-*.npz"))) == 4
+    (round_one,) = result.facts["dagger"]
+    assert round_one["steps"] == 24 and round_one["bc_frames"] == 48 + 24
+    assert result.checkpoint == tmp_path / "warm" / "clone-dagger1.pt"
+    loaded = load_checkpoint(result.checkpoint)
+    assert loaded.parent_checkpoint == str((tmp_path / "warm" / "clone.pt").resolve())
+    assert any("DAgger round 1/1" in line for line in said)

@@ -98,7 +98,8 @@ TRAIN_FIELDS = ("train.total_steps", "train.max_minutes", "rollout.rollout_lengt
                 "policy.action_squash")  # fmt: skip
 """Settings ``train`` exposes as ``--<field>``; a new one needs only its path here."""
 TRAIN_GROUPED = ("checkpoint.every_steps", "checkpoint.keep", "telemetry.endpoint", "warm_start.steps",
-                 "warm_start.epochs", "warm_start.value_updates")  # fmt: skip
+                 "warm_start.epochs", "warm_start.value_updates", "warm_start.dagger_rounds",
+                 "warm_start.dagger_steps", "warm_start.dagger_epochs")  # fmt: skip
 """Settings ``train`` exposes as ``--<group>-<field>`` (the field's name alone says too little)."""
 
 
@@ -119,8 +120,9 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     writes artifacts/runs/<run_id>/ (manifest.json, metrics.jsonl, checkpoints/) and promotes a
     checkpoint to the registry when its reward EMA beats the best one. Ctrl+C saves a final checkpoint.
     --warm-start-steps N first behaviour-clones the frontier planner (N steps over every training
-    scene) and starts PPO from the clone; a resumed run skips it. Its minutes count in --max-minutes,
-    its steps not in --total-steps.
+    scene) and starts PPO from the clone (--warm-start-dagger-rounds R then lets the clone fly while
+    the planner labels its steps, and clones on, R times); a resumed run skips it. Its minutes count
+    in --max-minutes, its steps not in --total-steps.
     """
     from navi_actor.bc.dataset import DemonstrationError
     from navi_actor.bc.warm_start import warm_started_training

@@ -63,3 +63,17 @@ class WarmStartConfig(BaseModel):
         description="First PPO updates after the warm start that train only the critic "
         "(sets ppo.value_warmup_updates).",
     )  # fmt: skip
+    dagger_rounds: int = Field(
+        default=0, ge=0,
+        description="DAgger rounds after the first clone: the clone flies dagger_steps with its mean "
+        "action while the planner labels every step, then trains on all flights so far for "
+        "dagger_epochs; 0 = off.",
+    )  # fmt: skip
+    dagger_steps: int = Field(
+        default=8192, gt=0, description="Environment steps the clone flies per DAgger round."
+    )
+    dagger_epochs: int = Field(
+        default=5,
+        gt=0,
+        description="Behaviour-cloning epochs per DAgger round, continuing from the last clone.",
+    )

@@ -73,8 +73,17 @@ def record_frontier(
     *,
     seed: int = 0,
     on_round: Callable[[int, int, list[str]], None] | None = None,
+    pilot: Any = None,
+    prefix: str = "frontier",
 ) -> Recording:
     """Fly the frontier planner with every drone of ``env`` over all of its scenes, round by round.
+
+    With a ``pilot`` (DAgger's correction flights), the pilot flies with its mean action and the
+    planner only watches: it maps the same observations from the same poses and its action at every
+    step is the frame's label. Why: a clone of the planner's own flights covered 0.46-1.06x random
+    before PPO while the planner covers 2.2-2.4x (docs/experiments/2026-11-warm-start-32k.md): once it
+    drifts off the planner's states (a wall the planner would have turned from), nothing it learned
+    says how to come back. The labels of its own flights do.
 
     Args:
         env: a :class:`navi_environment.backend.SdfDagBackend` (it is reset; a trainer that steps it
@@ -83,6 +92,10 @@ def record_frontier(
         out_dir: folder for ``frontier-r<round>-d<drone>-<scene stem>.npz``.
         seed: seeds the start poses.
         on_round: called with (round index, rounds, the round's scene labels) before each round.
+        pilot: a policy in eval mode (:class:`navi_actor.models.NaviPolicy`) that flies while the
+            planner labels; None: the planner flies.
+        prefix: file names ``<prefix>-r<round>-d<drone>-<scene stem>.npz`` (each DAgger round its
+            own, so all rounds can share one folder).
 
     Returns:
         The :class:`Recording`.
@@ -102,6 +115,7 @@ def record_frontier(
         "schema_version": DEMO_SCHEMA_VERSION, "matrix_shape": [sensor.azimuth_bins, sensor.elevation_bins],
         "pilot": "frontier", "seed": seed, "batch_drones": drones, "placed_starts": True,
         "git_revision": git_revision(), "environment_settings": env.settings.model_dump_json(),
+        **({"labels": "frontier_on_pilot_flight"} if pilot is not None else {}),
     }  # fmt: skip
     rng = np.random.default_rng(seed)
     env.reset(seed)
@@ -111,9 +125,9 @@ def record_frontier(
             on_round(turn, len(plan), [labels[scene] for scene in sorted(set(scenes))])
         planner = FrontierPolicy(env.settings, drones)  # fresh maps for the new scenes
         start_seed = int(rng.integers(2**31))
-        frames = _fly_round(env, planner, torch.tensor(scenes), share, start_seed)
+        frames = _fly_round(env, planner, torch.tensor(scenes), share, start_seed, pilot=pilot)
         for drone, scene in enumerate(scenes):
-            path = out_dir / f"frontier-r{turn:04d}-d{drone}-{stems[scene]}.npz"
+            path = out_dir / f"{prefix}-r{turn:04d}-d{drone}-{stems[scene]}.npz"
             rows = {name: array[:, drone] for name, array in frames.items()}
             files.append(
                 write_demonstration(path, rows, labels[scene], start_seed, {**meta, "drone_index": drone})
@@ -122,8 +136,14 @@ def record_frontier(
 
 
 @torch.no_grad()
-def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: int) -> dict[str, np.ndarray]:
+def _fly_round(
+    env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: int, *, pilot: Any = None
+) -> dict[str, np.ndarray]:
     """``share`` steps of every drone in its scene (``scenes`` [B]); arrays ``[share, drones, ...]``.
+
+    The recorded action is always the planner's; the executed one is the ``pilot``'s mean action
+    when there is a pilot (its recurrent state carried and reset at every episode start, as in
+    evaluation).
 
     ``no_grad``, not ``inference_mode``: the environment outlives the recording (PPO steps it next),
     and the state tensors its torch step makes (CUDA's path) under inference mode could never be
@@ -146,12 +166,13 @@ def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: i
     starts = torch.ones(drones, dtype=torch.bool)
     episode = torch.zeros(drones, dtype=torch.int64) - 1
     columns: dict[str, list[np.ndarray]] = {}
+    flying = _Pilot(pilot, env) if pilot is not None else None
     for _ in range(share):
         position, yaw = env.poses()
         action = planner.act(observation, state, starts, pose=(position, yaw)).action
         action = torch.nan_to_num(action.float(), nan=0.0).clamp(-1.0, 1.0)  # what the simulator executes
         seen = observation.cpu().numpy().copy()  # now: the step below overwrites the backend's buffer
-        out = env.step(action)
+        out = env.step(action if flying is None else flying.action(observation, starts))
         episode += starts.long()
         frame = frame_row(seen, action, out, starts=starts, episode=episode, pose=(position, yaw))
         for name, value in frame.items():
@@ -160,6 +181,26 @@ def _fly_round(env: Any, planner: Any, scenes: torch.Tensor, share: int, seed: i
         ended = starts.nonzero().squeeze(1)
         observation = place(ended) if ended.numel() else out.obs  # ended drones start again in their scene
     return {name: np.stack(values) for name, values in columns.items()}
+
+
+class _Pilot:
+    """A policy flying a recording with its mean action: its state, and what else it reads."""
+
+    def __init__(self, policy: Any, env: Any) -> None:
+        from navi_actor.evaluation.evaluator import ActingInputs
+
+        self.policy, self.device = policy, env.device
+        self.inputs = ActingInputs(policy, env, env.device)
+        self.state = policy.initial_state(env.num_actors, env.device)
+
+    def action(self, observation: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """This step's physics action in [-1, 1] (``starts``: drones whose episode begins now)."""
+        starts = starts.to(self.device)
+        acted = self.policy.act(
+            observation.to(self.device), self.state, starts, deterministic=True, **self.inputs(starts)
+        )
+        self.state = acted.state
+        return self.policy.physics_action(acted.action)
 
 
 def frame_row(

@@ -120,6 +120,8 @@ def run_warm_start(
         demonstrations=demonstrations, runs_root=folder / "bc", out=folder / "clone.pt",
         device=settings.train.device, seed=seed, settings_json={"actor": settings.model_dump(mode="json")},
     )  # fmt: skip
+    cloned = time.monotonic()
+    result, corrections = _dagger_rounds(settings, env, demonstrations, folder, result, seed=seed, note=say)
     history = result.history
     facts: dict[str, Any] = {
         "steps": recording.steps,
@@ -144,7 +146,8 @@ def run_warm_start(
         "bc_holdout_mse": _finite(history.holdout_mse[-1]) if history.holdout_mse else None,
         "bc_baseline_mse": _finite(history.baseline_mse),
         "record_seconds": round(recorded - started, 1),
-        "bc_seconds": round(time.monotonic() - recorded, 1),
+        "bc_seconds": round(cloned - recorded, 1),
+        "dagger": corrections,
         "seconds": round(time.monotonic() - started, 1),
         "value_warmup_updates": warm.value_updates,
         "checkpoint": str(result.checkpoint),
@@ -161,6 +164,57 @@ def run_warm_start(
         f"{result.checkpoint}, critic only for its first {warm.value_updates} updates"
     )
     return WarmStartResult(result.checkpoint, facts)
+
+
+def _dagger_rounds(
+    settings: ActorSettings, env: Any, demonstrations: Path, folder: Path, result: Any, *, seed: int,
+    note: Callable[[str], None],
+) -> tuple[Any, list[dict[str, Any]]]:  # fmt: skip
+    """``warm_start.dagger_rounds`` rounds of DAgger: the newest clone flies ``dagger_steps`` with its
+    mean action while the planner labels every step (files ``dagger<k>-*.npz`` beside the planner's
+    flights), then cloning continues from it on all flights so far for ``dagger_epochs``.
+
+    Returns the last cloning's result (the first one when there are no rounds) and one dict of facts
+    per round.
+    """
+    from navi_actor.bc.frontier_recording import record_frontier
+    from navi_actor.bc.pretrain import run_pretrain
+    from navi_actor.checkpoints import load_checkpoint
+    from navi_actor.models import NaviPolicy
+
+    warm, rounds = settings.warm_start, []
+    for turn in range(1, warm.dagger_rounds + 1):
+        started = time.monotonic()
+        loaded = load_checkpoint(result.checkpoint, map_location=settings.train.device)
+        pilot = NaviPolicy(loaded.policy_config).to(settings.train.device)
+        pilot.load_state_dict(loaded.model)
+        pilot.eval()
+        flown = record_frontier(
+            env,
+            warm.dagger_steps,
+            demonstrations,
+            seed=seed + 7919 * turn,
+            pilot=pilot,
+            prefix=f"dagger{turn}",
+        )
+        recorded = time.monotonic()
+        note(
+            f"warm start: DAgger round {turn}/{warm.dagger_rounds}: the clone flew {flown.steps:,} steps "
+            f"labelled by the planner in {recorded - started:.0f} s; cloning {warm.dagger_epochs} more epochs"
+        )
+        result = run_pretrain(
+            settings.bc.model_copy(update={"epochs": warm.dagger_epochs}), settings.policy_config(),
+            demonstrations=demonstrations, runs_root=folder / "bc", parent=result.checkpoint,
+            out=folder / f"clone-dagger{turn}.pt", device=settings.train.device, seed=seed + turn,
+            settings_json={"actor": settings.model_dump(mode="json")},
+        )  # fmt: skip
+        rounds.append({
+            "steps": flown.steps, "record_seconds": round(recorded - started, 1),
+            "bc_seconds": round(time.monotonic() - recorded, 1), "bc_frames": result.frames,
+            "bc_holdout_mse": _finite(result.history.holdout_mse[-1]) if result.history.holdout_mse else None,
+            "checkpoint": str(result.checkpoint),
+        })  # fmt: skip
+    return result, rounds
 
 
 def settings_after_warm_start(

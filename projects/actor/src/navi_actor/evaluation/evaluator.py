@@ -240,7 +240,7 @@ class _Episodes:
         return env.start_episodes(rows[:take], plan.scenes[ids], plan.positions[ids], plan.yaws[ids])
 
 
-class _ActingInputs:
+class ActingInputs:
     """What a policy reads besides its observation and state: the pose (``uses_pose``), its episodic
     memory (``new_memory``) and its visit features (``new_visit_memory``), one memory of each for
     the whole plan (each clears a drone's row at its episode start)."""
@@ -311,7 +311,7 @@ def evaluate_policy(
     obs = obs.to(device).clone()
     state = policy.initial_state(B, device)
     episode_start = torch.ones(B, dtype=torch.bool, device=device)
-    inputs = _ActingInputs(policy, env, device)
+    inputs = ActingInputs(policy, env, device)
     zeros = torch.zeros(B, device=device)
     squash = str(getattr(policy, "action_squash", "clip"))
     steps = 0
