@@ -167,4 +167,6 @@ def test_a_warm_start_with_a_dagger_round_clones_on_the_clones_labelled_flights(
     assert result.checkpoint == tmp_path / "warm" / "clone-dagger1.pt"
     loaded = load_checkpoint(result.checkpoint)
     assert loaded.parent_checkpoint == str((tmp_path / "warm" / "clone.pt").resolve())
+    assert result.facts["bc_frames"] == 48  # the top-level cloning facts are the first cloning's
     assert any("DAgger round 1/1" in line for line in said)
+    assert "and 1 DAgger round in" in said[-1] and str(result.checkpoint) in said[-1]

@@ -120,9 +120,9 @@ def run_warm_start(
         demonstrations=demonstrations, runs_root=folder / "bc", out=folder / "clone.pt",
         device=settings.train.device, seed=seed, settings_json={"actor": settings.model_dump(mode="json")},
     )  # fmt: skip
-    cloned = time.monotonic()
+    cloned, history, first = time.monotonic(), result.history, result
     result, corrections = _dagger_rounds(settings, env, demonstrations, folder, result, seed=seed, note=say)
-    history = result.history
+    cloned_rounds = time.monotonic() - cloned
     facts: dict[str, Any] = {
         "steps": recording.steps,
         "steps_asked": warm.steps,
@@ -133,8 +133,8 @@ def run_warm_start(
         "scenes": sorted(Path(label).name for label in recording.scenes),
         "demonstrations": str(demonstrations),
         "epochs": warm.epochs,
-        "bc_frames": result.frames,
-        "bc_holdout_frames": result.holdout_frames,
+        "bc_frames": first.frames,
+        "bc_holdout_frames": first.holdout_frames,
         "bc_optimizer_steps": history.optimizer_steps,
         "bc_train_nll": [_finite(history.train_nll[0]), _finite(history.train_nll[-1])],
         "bc_train_mse": [_finite(history.train_mse[0]), _finite(history.train_mse[-1])],
@@ -159,8 +159,14 @@ def run_warm_start(
         if facts["bc_holdout_mse"] is not None and facts["bc_baseline_mse"] is not None
         else f"train action MSE {facts['bc_train_mse'][0]} -> {facts['bc_train_mse'][1]}"
     )
+    dagger_line = (
+        f" and {len(corrections)} DAgger round{'s' * (len(corrections) != 1)} in {cloned_rounds:.0f} s "
+        f"(last held-out action MSE {corrections[-1]['bc_holdout_mse']})"
+        if corrections
+        else ""
+    )
     say(
-        f"warm start: cloned in {facts['bc_seconds']:.0f} s ({imitation}); PPO starts from "
+        f"warm start: cloned in {facts['bc_seconds']:.0f} s ({imitation}){dagger_line}; PPO starts from "
         f"{result.checkpoint}, critic only for its first {warm.value_updates} updates"
     )
     return WarmStartResult(result.checkpoint, facts)
@@ -212,6 +218,7 @@ def _dagger_rounds(
             "steps": flown.steps, "record_seconds": round(recorded - started, 1),
             "bc_seconds": round(time.monotonic() - recorded, 1), "bc_frames": result.frames,
             "bc_holdout_mse": _finite(result.history.holdout_mse[-1]) if result.history.holdout_mse else None,
+            "bc_baseline_mse": _finite(result.history.baseline_mse),
             "checkpoint": str(result.checkpoint),
         })  # fmt: skip
     return result, rounds
