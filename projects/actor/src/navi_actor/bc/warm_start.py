@@ -90,7 +90,6 @@ def run_warm_start(
         DemonstrationError: the flights are too short to clone (e.g. fewer frames than BC streams).
     """
     from navi_actor.bc.frontier_recording import flight_plan, record_frontier
-    from navi_actor.bc.pretrain import run_pretrain
 
     warm, say = settings.warm_start, note or (lambda line: None)
     demonstrations = folder / "demonstrations"
@@ -115,11 +114,7 @@ def run_warm_start(
         f"warm start: recorded in {recorded - started:.0f} s; cloning {warm.epochs} epochs over "
         f"{recording.steps:,} frames"
     )
-    result = run_pretrain(
-        settings.bc.model_copy(update={"epochs": warm.epochs}), settings.policy_config(),
-        demonstrations=demonstrations, runs_root=folder / "bc", out=folder / "clone.pt",
-        device=settings.train.device, seed=seed, settings_json={"actor": settings.model_dump(mode="json")},
-    )  # fmt: skip
+    result = _clone(settings, demonstrations, folder, warm.epochs, folder / "clone.pt", seed=seed)
     cloned, history, first = time.monotonic(), result.history, result
     result, corrections = _dagger_rounds(settings, env, demonstrations, folder, result, seed=seed, note=say)
     cloned_rounds = time.monotonic() - cloned
@@ -184,7 +179,6 @@ def _dagger_rounds(
     per round.
     """
     from navi_actor.bc.frontier_recording import record_frontier
-    from navi_actor.bc.pretrain import run_pretrain
     from navi_actor.checkpoints import load_checkpoint
     from navi_actor.models import NaviPolicy
 
@@ -208,12 +202,16 @@ def _dagger_rounds(
             f"warm start: DAgger round {turn}/{warm.dagger_rounds}: the clone flew {flown.steps:,} steps "
             f"labelled by the planner in {recorded - started:.0f} s; cloning {warm.dagger_epochs} more epochs"
         )
-        result = run_pretrain(
-            settings.bc.model_copy(update={"epochs": warm.dagger_epochs}), settings.policy_config(),
-            demonstrations=demonstrations, runs_root=folder / "bc", parent=result.checkpoint,
-            out=folder / f"clone-dagger{turn}.pt", device=settings.train.device, seed=seed + turn,
-            settings_json={"actor": settings.model_dump(mode="json")},
-        )  # fmt: skip
+        out = folder / f"clone-dagger{turn}.pt"
+        result = _clone(
+            settings,
+            demonstrations,
+            folder,
+            warm.dagger_epochs,
+            out,
+            seed=seed + turn,
+            parent=result.checkpoint,
+        )
         rounds.append({
             "steps": flown.steps, "record_seconds": round(recorded - started, 1),
             "bc_seconds": round(time.monotonic() - recorded, 1), "bc_frames": result.frames,
@@ -222,6 +220,21 @@ def _dagger_rounds(
             "checkpoint": str(result.checkpoint),
         })  # fmt: skip
     return result, rounds
+
+
+def _clone(
+    settings: ActorSettings, demonstrations: Path, folder: Path, epochs: int, out: Path, *, seed: int,
+    parent: Path | None = None,
+) -> Any:  # fmt: skip
+    """Behaviour-clone every flight in ``demonstrations`` for ``epochs`` into ``out`` (BC's run folder
+    under ``folder/bc``), from ``parent``'s weights or a fresh policy; :class:`PretrainResult`."""
+    from navi_actor.bc.pretrain import run_pretrain
+
+    return run_pretrain(
+        settings.bc.model_copy(update={"epochs": epochs}), settings.policy_config(),
+        demonstrations=demonstrations, runs_root=folder / "bc", parent=parent, out=out,
+        device=settings.train.device, seed=seed, settings_json={"actor": settings.model_dump(mode="json")},
+    )  # fmt: skip
 
 
 def settings_after_warm_start(
