@@ -170,7 +170,7 @@ def _fly_round(
     for _ in range(share):
         position, yaw = env.poses()
         action = planner.act(observation, state, starts, pose=(position, yaw)).action
-        action = torch.nan_to_num(action.float(), nan=0.0).clamp(-1.0, 1.0)  # what the simulator executes
+        action = torch.nan_to_num(action.float(), nan=0.0).clamp(-1.0, 1.0)  # the label; flown if no pilot
         seen = observation.cpu().numpy().copy()  # now: the step below overwrites the backend's buffer
         out = env.step(action if flying is None else flying.action(observation, starts))
         episode += starts.long()
