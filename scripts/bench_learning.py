@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +173,10 @@ def trained_policy(
 
 def checkpoint_policy(path: Path, eval_scenes: list[Path]) -> tuple[Any, dict[str, Any]]:
     """Load a finished run's policy to judge it again (refusing one that trained on a held-out scene)."""
-    from navi_actor.checkpoints import CheckpointError, load_checkpoint
-    from navi_actor.models import NaviPolicy
+    from navi_actor.checkpoints import CheckpointError, load_policy
 
     try:
-        loaded = load_checkpoint(path)
+        policy, loaded = load_policy(path)
     except CheckpointError as error:
         raise click.ClickException(str(error)) from error
     # the trainer's summary lists scene names under "names" (older bench runs: under "scenes")
@@ -190,8 +190,6 @@ def checkpoint_policy(path: Path, eval_scenes: list[Path]) -> tuple[Any, dict[st
     given = (sensor.azimuth_bins, sensor.elevation_bins)
     if expected != given:
         raise click.ClickException(f"{path} expects a {expected} sensor; the environment gives {given}")
-    policy = NaviPolicy(loaded.policy_config)
-    policy.load_state_dict(loaded.model)
     return policy, {
         "train_minutes": None,
         "train_steps": loaded.step_id,
@@ -202,13 +200,31 @@ def checkpoint_policy(path: Path, eval_scenes: list[Path]) -> tuple[Any, dict[st
 
 def cloned_policy(path: Path) -> Any:
     """The warm start's behaviour-cloned policy, as PPO received it."""
-    from navi_actor.checkpoints import load_checkpoint
-    from navi_actor.models import NaviPolicy
+    from navi_actor.checkpoints import load_policy
 
-    loaded = load_checkpoint(path)
-    policy = NaviPolicy(loaded.policy_config)
-    policy.load_state_dict(loaded.model)
-    return policy
+    return load_policy(path)[0]
+
+
+def selected_policy(
+    folder: Path, train_scenes: list[Path], episode_steps: int, seed: int
+) -> tuple[Any, dict[str, Any]]:
+    """The policy of the step checkpoint in ``folder`` whose mean action explores best on the training
+    scenes (:mod:`navi_actor.evaluation.selection`), and the selection's figures: no held-out scene
+    takes part."""
+    from navi_actor.checkpoints import CheckpointError, load_policy
+    from navi_actor.evaluation.selection import run_checkpoints, select_checkpoint
+
+    started = time.monotonic()
+    env = backend(train_scenes, len(train_scenes), episode_steps)
+    try:
+        selection = select_checkpoint(
+            run_checkpoints(folder), env, episodes_per_scene=4, seed=seed + 2000, note=say
+        )
+    except (ValueError, CheckpointError) as error:
+        raise click.ClickException(str(error)) from error
+    say(f"selected {Path(selection.chosen.path).name} ({selection.rule})")
+    facts = {**selection.to_json(), "seconds": round(time.monotonic() - started, 1)}
+    return load_policy(Path(selection.chosen.path))[0], facts
 
 
 POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "frontier")
@@ -403,6 +419,12 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     "--warm-start-dagger-epochs", type=click.IntRange(min=1), default=5, show_default=True,
     help="Behaviour-cloning epochs per DAgger round.",
 )  # fmt: skip
+@click.option(
+    "--select-checkpoint", is_flag=True,
+    help="Judge the run's checkpoint whose mean action explores best on the training scenes "
+    "(`navi-actor select-checkpoint`'s rule, 4 starts per training scene, seed + 2000) instead of "
+    "its last one; with --checkpoint, choose among the step checkpoints beside it.",
+)  # fmt: skip
 def main(
     *,
     minutes: float,
@@ -424,6 +446,7 @@ def main(
     warm_start_dagger_steps: int,
     warm_start_dagger_epochs: int,
     paths: Path | None,
+    select_checkpoint: bool,
 ) -> None:
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
     if threads is not None:
@@ -451,6 +474,9 @@ def main(
         policy, run = trained_policy(train_scenes, None if steps else minutes, steps, seed, warm)
     else:
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
+    if select_checkpoint:
+        folder = Path(run["checkpoint"]).parent
+        policy, run["selection"] = selected_policy(folder, train_scenes, episode_steps, seed)
     clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
     results, paired, by_scene = evaluate_all(
         policy, eval_scenes, episodes, episode_steps, seed, clone=clone, paths=paths

@@ -382,6 +382,40 @@ def compare(
     )  # fmt: skip
 
 
+@main.command("select-checkpoint")
+@click.argument("run", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option(
+    "--episodes-per-scene", type=click.IntRange(min=1), default=4, show_default=True,
+    help="Planned episodes (start poses drawn once) per training scene.",
+)  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True, help="Plan seed.")
+@click.option(
+    "--max-collision-ratio", type=click.FloatRange(min=0.0), default=0.3, show_default=True,
+    help="Only checkpoints colliding at most this many times as often as random compete on coverage.",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_with_options(_ENV_OPTIONS)
+def select_checkpoint(
+    run: Path, *, episodes_per_scene: int, seed: int, max_collision_ratio: float, as_json: bool, **env: Any
+) -> None:
+    """Choose the checkpoint of RUN (a folder of artifacts/runs) whose mean action explores best.
+
+    Every step checkpoint of RUN and the random policy fly the same planned episodes over the scenes
+    the run trained on (give the run's --corpus; other scenes are left out, so no held-out scene
+    decides); among the checkpoints that collide at most --max-collision-ratio times as often as
+    random, the one with the most coverage wins. It is copied to RUN/best.pt, with the figures in
+    RUN/selection.json.
+    """
+    from navi_actor.evaluation.command import format_selection, select_run
+
+    settings, environment = _evaluation_environment(env)
+    result = select_run(
+        run, environment, settings.train.device, episodes_per_scene=episodes_per_scene, seed=seed,
+        max_collision_ratio=max_collision_ratio,
+    )  # fmt: skip
+    click.echo(json.dumps(result) if as_json else format_selection(result))
+
+
 def _register_service_commands() -> None:
     """Commands owned by other modules: behaviour cloning (bc), the brain service, inference and
     metrics export."""

@@ -179,16 +179,12 @@ def _dagger_rounds(
     per round.
     """
     from navi_actor.bc.frontier_recording import record_frontier
-    from navi_actor.checkpoints import load_checkpoint
-    from navi_actor.models import NaviPolicy
+    from navi_actor.checkpoints import load_policy
 
     warm, rounds = settings.warm_start, []
     for turn in range(1, warm.dagger_rounds + 1):
         started = time.monotonic()
-        loaded = load_checkpoint(result.checkpoint, map_location=settings.train.device)
-        pilot = NaviPolicy(loaded.policy_config).to(settings.train.device)
-        pilot.load_state_dict(loaded.model)
-        pilot.eval()
+        pilot, _ = load_policy(result.checkpoint, settings.train.device)
         flown = record_frontier(
             env,
             warm.dagger_steps,

@@ -7,6 +7,7 @@ from navi_actor.checkpoints.format import (
     load_checkpoint,
     save_checkpoint,
 )
+from navi_actor.checkpoints.policy import load_policy
 from navi_actor.checkpoints.retention import checkpoint_path, prune_checkpoints
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "CheckpointError",
     "checkpoint_path",
     "load_checkpoint",
+    "load_policy",
     "prune_checkpoints",
     "save_checkpoint",
 ]

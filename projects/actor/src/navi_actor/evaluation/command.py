@@ -44,11 +44,10 @@ def resolve_policy(spec: str, env: Any, device: str) -> tuple[Any, bool]:
 
 
 def _checkpoint_policy(path: Path, env: Any, device: str) -> Any:
-    from navi_actor.checkpoints import CheckpointError, load_checkpoint
-    from navi_actor.models import NaviPolicy
+    from navi_actor.checkpoints import CheckpointError, load_policy
 
     try:
-        loaded = load_checkpoint(path, map_location=device)
+        policy, loaded = load_policy(path, device)
     except CheckpointError as error:
         raise click.ClickException(str(error)) from error
     sensor = (loaded.policy_config.azimuth, loaded.policy_config.elevation)
@@ -56,8 +55,6 @@ def _checkpoint_policy(path: Path, env: Any, device: str) -> Any:
         raise click.ClickException(
             f"{path} expects a {sensor} sensor but the environment gives {tuple(env.observation_shape[1:])}"
         )
-    policy = NaviPolicy(loaded.policy_config).to(device)
-    policy.load_state_dict(loaded.model)
     return policy
 
 
@@ -168,4 +165,58 @@ def format_text(result: dict[str, Any]) -> str:
             f"x{_cell(metrics['collisions_per_step']['ratio'])}; return difference "
             f"{_cell(metrics['return']['difference'])}"
         )
+    return "\n".join(lines)
+
+
+def select_run(
+    run: Path, env: Any, device: str, *, episodes_per_scene: int, seed: int, max_collision_ratio: float,
+) -> dict[str, Any]:  # fmt: skip
+    """Judge every step checkpoint of ``run`` on its training scenes (:mod:`navi_actor.evaluation.selection`),
+    copy the chosen one to ``<run>/best.pt`` and write ``<run>/selection.json`` (both atomically).
+
+    Returns:
+        The selection as JSON (``selection.json``), with ``best``, the copy's path.
+
+    Raises:
+        click.ClickException: no checkpoints, an unreadable one, or none of the run's scenes given.
+    """
+    from navi_actor.checkpoints import CheckpointError, load_checkpoint
+    from navi_actor.evaluation.selection import run_checkpoints, select_checkpoint, trained_scene_indices
+    from navi_common.atomic import atomic_write_bytes, atomic_write_json
+
+    try:
+        paths = run_checkpoints(run)
+        trained_on = load_checkpoint(paths[-1]).corpus_summary.get("names")
+        scenes = trained_scene_indices(env, trained_on if isinstance(trained_on, list) else None)
+        for path in paths:
+            _checkpoint_policy(path, env, device)  # a sensor mismatch fails before any flight
+        selection = select_checkpoint(
+            paths, env, episodes_per_scene=episodes_per_scene, seed=seed,
+            max_collision_ratio=max_collision_ratio, device=device, scenes=scenes,
+        )  # fmt: skip
+    except (ValueError, CheckpointError) as error:
+        raise click.ClickException(str(error)) from error
+    folder = paths[0].parent.parent if paths[0].parent.name == "checkpoints" else paths[0].parent
+    best = atomic_write_bytes(folder / "best.pt", Path(selection.chosen.path).read_bytes())
+    result = {**selection.to_json(), "best": str(best)}
+    atomic_write_json(folder / "selection.json", result)
+    return result
+
+
+def format_selection(result: dict[str, Any]) -> str:
+    """Human-readable lines of :func:`select_run`'s result: the plan, one line per checkpoint, the choice."""
+    from navi_actor.evaluation.selection import Candidate, describe
+
+    scenes = len(result["scenes"]) or "all"
+    lines = [
+        f"plan: {scenes} training scenes x {result['episodes_per_scene']} starts (seed {result['seed']}), "
+        f"mean action; random covers {result['random_coverage']:.2f} cells and collides on "
+        f"{100 * result['random_collision_rate']:.1f} % of steps"
+    ]
+    limit = result["max_collision_ratio"]
+    for row in result["candidates"]:
+        candidate = Candidate(**row)
+        mark = "careful" if candidate.careful else f"collides more than {limit}x as often as random"
+        lines.append(f"step {candidate.step_id:>12,}: {describe(candidate)} ({mark})")
+    lines.append(f"chosen: step {result['chosen']['step_id']:,} ({result['rule']}) -> {result['best']}")
     return "\n".join(lines)

@@ -1,0 +1,46 @@
+"""``navi-actor select-checkpoint``: a run's checkpoints judged, the chosen one copied, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from tiny_cli import TINY_ARGS, TINY_POLICY_ENV, TINY_TRAIN
+
+from navi_actor.cli import main
+
+pytestmark = pytest.mark.usefixtures("restore_process_state")
+
+
+def invoke(tmp_path: Path, *args: str) -> object:
+    env = {"NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path), "NAVI_ACTOR_CHECKPOINT__EVERY_STEPS": "16",
+           **TINY_POLICY_ENV}  # fmt: skip
+    return CliRunner().invoke(main, list(args), env=env)  # type: ignore[arg-type]
+
+
+def test_select_checkpoint_copies_the_chosen_one_and_writes_its_figures(tmp_path: Path) -> None:
+    trained = invoke(tmp_path, *TINY_TRAIN, "--total-steps", "64")  # two rollouts of 2 drones x 16
+    assert trained.exit_code == 0, trained.output
+    (run,) = tmp_path.glob("runs/*")
+    steps = sorted((run / "checkpoints").glob("step_*.pt"))
+    assert len(steps) == 2  # a checkpoint after each rollout (every 16 steps)
+    text = invoke(tmp_path, "select-checkpoint", str(run), *TINY_ARGS, "--episodes-per-scene", "2")
+    assert text.exit_code == 0, text.output
+    assert "mean action; random covers" in text.output and "chosen: step" in text.output
+    figures = json.loads((run / "selection.json").read_text())
+    assert [c["path"] for c in figures["candidates"]] == [str(p) for p in steps]
+    chosen = Path(figures["chosen"]["path"])
+    assert (run / "best.pt").read_bytes() == chosen.read_bytes()
+    again = ["select-checkpoint", str(run), *TINY_ARGS, "--episodes-per-scene", "2", "--json"]
+    as_json = invoke(tmp_path, *again)
+    assert json.loads(as_json.output.strip().splitlines()[-1])["chosen"] == figures["chosen"]  # same plan
+
+
+def test_select_checkpoint_refuses_a_folder_without_checkpoints_in_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    result = invoke(tmp_path, "select-checkpoint", str(empty), *TINY_ARGS)
+    assert result.exit_code == 1 and "holds no step_*.pt checkpoints" in result.output
+    assert "Traceback" not in result.output
