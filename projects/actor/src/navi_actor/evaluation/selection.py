@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from navi_actor.evaluation.plan import PlannedEnv, make_plan
+from navi_actor.evaluation.plan import EpisodePlan, PlannedEnv, make_plan
+
+if TYPE_CHECKING:
+    from navi_actor.evaluation.evaluator import EvaluationReport
 
 #: the learning issue's collision target: the deployed policy collides at most 0.3x as often as random
 DEFAULT_MAX_COLLISION_RATIO = 0.3
@@ -124,7 +127,6 @@ def select_checkpoint(
         navi_actor.checkpoints.CheckpointError: a checkpoint cannot be read.
         ValueError: no paths.
     """
-    from navi_actor.checkpoints import load_policy
     from navi_actor.evaluation.baselines import RandomPolicy
     from navi_actor.evaluation.evaluator import evaluate_policy
 
@@ -134,14 +136,8 @@ def select_checkpoint(
     random = evaluate_policy(RandomPolicy(), env, plan=plan, deterministic=True, seed=seed)
     candidates = []
     for path in paths:
-        policy, loaded = load_policy(path, device)
-        report = evaluate_policy(policy, env, plan=plan, deterministic=True, seed=seed)
-        careful = report.collision_rate <= max_collision_ratio * random.collision_rate
-        candidate = Candidate(
-            str(path), int(loaded.step_id), round(report.coverage, 3), round(report.collision_rate, 5),
-            _ratio(report.coverage, random.coverage), _ratio(report.collision_rate, random.collision_rate),
-            careful,
-        )  # fmt: skip
+        limit = max_collision_ratio
+        candidate = judge_checkpoint(path, env, plan, random, max_collision_ratio=limit, device=device)
         candidates.append(candidate)
         if note is not None:
             note(f"{Path(path).name}: {describe(candidate)}")
@@ -151,6 +147,24 @@ def select_checkpoint(
     return Selection(
         tuple(candidates), chosen, round(random.coverage, 3), round(random.collision_rate, 5), tuple(names),
         episodes_per_scene, seed, max_collision_ratio, rule,
+    )  # fmt: skip
+
+
+def judge_checkpoint(
+    path: Path, env: PlannedEnv, plan: EpisodePlan, random: EvaluationReport, *, max_collision_ratio: float,
+    device: str | torch.device = "cpu",
+) -> Candidate:  # fmt: skip
+    """Fly one checkpoint with its mean action on ``plan`` and judge it against ``random``'s report of the
+    same plan (the random policy flies once for all candidates)."""
+    from navi_actor.checkpoints import load_policy
+    from navi_actor.evaluation.evaluator import evaluate_policy
+
+    policy, loaded = load_policy(path, device)
+    report = evaluate_policy(policy, env, plan=plan, deterministic=True, seed=random.seed)
+    return Candidate(
+        str(path), int(loaded.step_id), round(report.coverage, 3), round(report.collision_rate, 5),
+        _ratio(report.coverage, random.coverage), _ratio(report.collision_rate, random.collision_rate),
+        report.collision_rate <= max_collision_ratio * random.collision_rate,
     )  # fmt: skip
 
 
