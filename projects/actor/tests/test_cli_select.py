@@ -29,6 +29,7 @@ def test_select_checkpoint_copies_the_chosen_one_and_writes_its_figures(tmp_path
     text = invoke(tmp_path, "select-checkpoint", str(run), *TINY_ARGS, "--episodes-per-scene", "2")
     assert text.exit_code == 0, text.output
     assert "mean action; random covers" in text.output and "chosen: step" in text.output
+    assert "step_000000000032.pt: coverage" in text.output  # progress: a line per checkpoint flown
     figures = json.loads((run / "selection.json").read_text())
     assert [c["path"] for c in figures["candidates"]] == [str(p) for p in steps]
     chosen = Path(figures["chosen"]["path"])

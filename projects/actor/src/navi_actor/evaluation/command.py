@@ -193,6 +193,7 @@ def select_run(
         selection = select_checkpoint(
             paths, env, episodes_per_scene=episodes_per_scene, seed=seed,
             max_collision_ratio=max_collision_ratio, device=device, scenes=scenes,
+            note=lambda line: click.echo(line, err=True),  # minutes per checkpoint: say each one
         )  # fmt: skip
     except (ValueError, CheckpointError) as error:
         raise click.ClickException(str(error)) from error
