@@ -14,9 +14,9 @@ from navi_actor.cli import main
 pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
-def invoke(tmp_path: Path, *args: str) -> object:
+def invoke(tmp_path: Path, *args: str, **extra_env: str) -> object:
     env = {"NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path), "NAVI_ACTOR_CHECKPOINT__EVERY_STEPS": "16",
-           **TINY_POLICY_ENV}  # fmt: skip
+           **TINY_POLICY_ENV, **extra_env}  # fmt: skip
     return CliRunner().invoke(main, list(args), env=env)  # type: ignore[arg-type]
 
 
@@ -37,6 +37,9 @@ def test_select_checkpoint_copies_the_chosen_one_and_writes_its_figures(tmp_path
     again = ["select-checkpoint", str(run), *TINY_ARGS, "--episodes-per-scene", "2", "--json"]
     as_json = invoke(tmp_path, *again)
     assert json.loads(as_json.output.strip().splitlines()[-1])["chosen"] == figures["chosen"]  # same plan
+    wider = invoke(tmp_path, *again, NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH="32")  # another sensor
+    assert wider.exit_code == 1 and "Traceback" not in wider.output
+    assert "expects a (16, 8) sensor but the environment gives (32, 8)" in wider.output
 
 
 def test_select_checkpoint_refuses_a_folder_without_checkpoints_in_one_line(tmp_path: Path) -> None:

@@ -50,12 +50,17 @@ def _checkpoint_policy(path: Path, env: Any, device: str) -> Any:
         policy, loaded = load_policy(path, device)
     except CheckpointError as error:
         raise click.ClickException(str(error)) from error
-    sensor = (loaded.policy_config.azimuth, loaded.policy_config.elevation)
+    _check_sensor(path, loaded.policy_config, env)
+    return policy
+
+
+def _check_sensor(path: Path, policy_config: Any, env: Any) -> None:
+    """Refuse, in one line, a checkpoint whose sensor is not the environment's."""
+    sensor = (policy_config.azimuth, policy_config.elevation)
     if tuple(env.observation_shape[1:]) != sensor:
         raise click.ClickException(
             f"{path} expects a {sensor} sensor but the environment gives {tuple(env.observation_shape[1:])}"
         )
-    return policy
 
 
 def modes_for(mode: Mode, learned: bool) -> list[bool]:
@@ -188,8 +193,8 @@ def select_run(
         paths = run_checkpoints(run)
         trained_on = load_checkpoint(paths[-1]).corpus_summary.get("names")
         scenes = trained_scene_indices(env, trained_on if isinstance(trained_on, list) else None)
-        for path in paths:
-            _checkpoint_policy(path, env, device)  # a sensor mismatch fails before any flight
+        for path in paths:  # a sensor mismatch fails before any flight (the file's config, no model built)
+            _check_sensor(path, load_checkpoint(path).policy_config, env)
         selection = select_checkpoint(
             paths, env, episodes_per_scene=episodes_per_scene, seed=seed,
             max_collision_ratio=max_collision_ratio, device=device, scenes=scenes,
