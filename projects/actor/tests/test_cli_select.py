@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from tiny_cli import TINY_ARGS, TINY_POLICY_ENV, TINY_TRAIN
 
 from navi_actor.cli import main
+from navi_actor.registry import ModelRegistry
 
 pytestmark = pytest.mark.usefixtures("restore_process_state")
 
@@ -35,8 +36,14 @@ def test_select_checkpoint_copies_the_chosen_one_and_writes_its_figures(tmp_path
     chosen = Path(figures["chosen"]["path"])
     assert (run / "best.pt").read_bytes() == chosen.read_bytes()
     again = ["select-checkpoint", str(run), *TINY_ARGS, "--episodes-per-scene", "2", "--json"]
-    as_json = invoke(tmp_path, *again)
-    assert json.loads(as_json.output.strip().splitlines()[-1])["chosen"] == figures["chosen"]  # same plan
+    as_json = invoke(tmp_path, *again, "--promote")
+    promoted = json.loads(as_json.output.strip().splitlines()[-1])
+    assert promoted["chosen"] == figures["chosen"]  # the same plan, the same choice
+    registry = ModelRegistry(tmp_path / "models")
+    latest = registry.latest()  # what the brain serves
+    assert latest is not None and "selected" in latest.tags
+    assert f"v{latest.version:03d}" in promoted["promoted"]
+    assert registry.path_of(latest).read_bytes() == chosen.read_bytes()
     wider = invoke(tmp_path, *again, NAVI_ACTOR_ENVIRONMENT__POINT_AZIMUTH="32")  # another sensor
     assert wider.exit_code == 1 and "Traceback" not in wider.output
     assert "expects a (16, 8) sensor but the environment gives (32, 8)" in wider.output

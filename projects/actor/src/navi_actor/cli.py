@@ -247,18 +247,22 @@ def _report_training(summary: Any) -> None:
 @click.option("--tags", default="", help="Comma-separated labels, e.g. 'baseline,gru'.")
 def promote(checkpoint: Path, notes: str, tags: str) -> None:
     """Copy CHECKPOINT into the model registry as the next version and make it latest."""
+    tag_list = [t.strip() for t in tags.split(",") if t.strip()]
+    click.echo(_promote_into_registry(build_settings(), checkpoint, notes, tag_list))
+
+
+def _promote_into_registry(settings: ActorSettings, checkpoint: Path, notes: str, tags: list[str]) -> str:
+    """Promote ``checkpoint`` into ``artifacts/models`` as the next version (the brain's latest); the
+    line to print. One-line refusal of an unreadable checkpoint."""
     from navi_actor.checkpoints import CheckpointError
     from navi_actor.registry import ModelRegistry
 
-    settings = build_settings()
     registry = ModelRegistry(_artifacts(settings) / "models")
     try:
-        entry = registry.promote(
-            checkpoint, notes=notes, tags=[t.strip() for t in tags.split(",") if t.strip()]
-        )
+        entry = registry.promote(checkpoint, notes=notes, tags=tags)
     except CheckpointError as error:
         raise click.ClickException(str(error)) from error
-    click.echo(f"promoted {checkpoint} as v{entry.version:03d} -> {registry.path_of(entry)}")
+    return f"promoted {checkpoint} as v{entry.version:03d} -> {registry.path_of(entry)}"
 
 
 @main.command()
@@ -394,17 +398,22 @@ def compare(
     help="Only checkpoints colliding at most this many times as often as random compete on coverage.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--promote", is_flag=True,
+    help="Also promote the chosen checkpoint into the model registry (the brain serves the latest).",
+)  # fmt: skip
 @_with_options(_ENV_OPTIONS)
 def select_checkpoint(
-    run: Path, *, episodes_per_scene: int, seed: int, max_collision_ratio: float, as_json: bool, **env: Any
-) -> None:
+    run: Path, *, episodes_per_scene: int, seed: int, max_collision_ratio: float, as_json: bool,
+    promote: bool, **env: Any,
+) -> None:  # fmt: skip
     """Choose the checkpoint of RUN (a folder of artifacts/runs) whose mean action explores best.
 
     Every step checkpoint of RUN and the random policy fly the same planned episodes over the scenes
     the run trained on (give the run's --corpus; other scenes are left out, so no held-out scene
     decides); among the checkpoints that collide at most --max-collision-ratio times as often as
     random, the one with the most coverage wins. It is copied to RUN/best.pt, with the figures in
-    RUN/selection.json.
+    RUN/selection.json; --promote also makes it the registry's latest model.
     """
     from navi_actor.evaluation.command import format_selection, select_run
 
@@ -413,6 +422,9 @@ def select_checkpoint(
         run, environment, settings.train.device, episodes_per_scene=episodes_per_scene, seed=seed,
         max_collision_ratio=max_collision_ratio,
     )  # fmt: skip
+    if promote:
+        notes = f"select-checkpoint: step {result['chosen']['step_id']} of {run.name} ({result['rule']})"
+        result["promoted"] = _promote_into_registry(settings, Path(result["best"]), notes, ["selected"])
     click.echo(json.dumps(result) if as_json else format_selection(result))
 
 

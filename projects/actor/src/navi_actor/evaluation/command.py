@@ -225,4 +225,6 @@ def format_selection(result: dict[str, Any]) -> str:
         mark = "careful" if candidate.careful else f"collides more than {limit}x as often as random"
         lines.append(f"step {candidate.step_id:>12,}: {describe(candidate)} ({mark})")
     lines.append(f"chosen: step {result['chosen']['step_id']:,} ({result['rule']}) -> {result['best']}")
+    if "promoted" in result:
+        lines.append(result["promoted"])
     return "\n".join(lines)
