@@ -213,9 +213,10 @@ def format_selection(result: dict[str, Any]) -> str:
     """Human-readable lines of :func:`select_run`'s result: the plan, one line per checkpoint, the choice."""
     from navi_actor.evaluation.selection import Candidate, describe
 
-    scenes = len(result["scenes"]) or "all"
+    scenes, starts = len(result["scenes"]) or "all", result["episodes_per_scene"]
+    starts_text = f"{starts} start{'s' if starts != 1 else ''}"
     lines = [
-        f"plan: {scenes} training scenes x {result['episodes_per_scene']} starts (seed {result['seed']}), "
+        f"plan: {scenes} training scenes x {starts_text} (seed {result['seed']}), "
         f"mean action; random covers {result['random_coverage']:.2f} cells and collides on "
         f"{100 * result['random_collision_rate']:.1f} % of steps"
     ]
