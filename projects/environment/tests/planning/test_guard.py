@@ -94,10 +94,23 @@ def test_too_close_is_pushed_away_and_yaw_passes(box: SdfDagBackend, guard: Spee
     assert torch.equal(nan, act(lateral=1.0, yaw=-1.0))  # NaN as 0 and clipped, as the physics does
 
 
+def test_the_brake_gain_scales_the_cap(box: SdfDagBackend) -> None:
+    room, gain = 0.5, 3.0  # the frontier planner's default gain: it brakes later than the server's guard
+    cap = gain * (room - RADIUS - STOP_MARGIN_M) / MAX_SPEED.max_forward_mps
+    obs = seen_from(box, 3.0 - room, 0.0, 1.5, 0.0)
+    later = float(SpeedGuard(SETTINGS, "cpu", brake_gain=gain)(act(forward=1.0), obs)[0, 0])
+    default = float(SpeedGuard(SETTINGS, "cpu")(act(forward=1.0), obs)[0, 0])
+    assert cap - 0.05 <= later <= cap + 0.01
+    assert later > default * 1.3
+
+
+@pytest.mark.parametrize("brake_gain", [BRAKE_GAIN, 3.0])
 @pytest.mark.parametrize("command", [act(lateral=1.0), act(forward=0.8, lateral=-1.0), act(vertical=-1.0)])
 def test_a_drone_held_flying_into_a_wall_never_collides_with_the_guard(
-    box: SdfDagBackend, guard: SpeedGuard, command: torch.Tensor
+    box: SdfDagBackend, command: torch.Tensor, brake_gain: float
 ) -> None:
+    guard = SpeedGuard(SETTINGS, "cpu", brake_gain=brake_gain)
+
     def collisions(guarded: bool) -> int:
         obs, count = seen_from(box, 0.0, 0.0, 1.5, 0.4), 0
         for _ in range(60):

@@ -16,10 +16,9 @@ import torch
 
 from navi_environment.config import EnvironmentSettings
 from navi_environment.planning.guard import SpeedGuard
+from navi_environment.planning.tunables import FrontierTunables
 from navi_environment.step.physics.kinematics import wrap_angle
 
-_ARRIVE_GAIN = 1.5  # speed limit per metre still to the goal, 1/s (never below _ARRIVE_MIN_MPS)
-_ARRIVE_MIN_MPS = 1.5
 _YAW_TAU_S = 0.5  # heading error is closed at roughly this time constant
 _HEIGHT_GAIN = 1.5  # vertical speed per metre of height error, 1/s
 
@@ -46,15 +45,19 @@ class PathFollower:
 
     Args:
         settings: environment settings (sensor shape and horizon, physics speeds and radius).
-        cruise_mps: travel speed.
+        tunables: the planner's knobs (cruise and arrival speeds, the guard's brake gain).
         device: where the sensor tables live.
     """
 
-    def __init__(self, settings: EnvironmentSettings, cruise_mps: float, device: torch.device) -> None:
-        self.guard = SpeedGuard(settings, device)
+    def __init__(
+        self, settings: EnvironmentSettings, tunables: FrontierTunables, device: torch.device
+    ) -> None:
+        self.guard = SpeedGuard(settings, device, brake_gain=tunables.brake_gain)
         self.radius_m = self.guard.radius_m
         self.max_speed = self.guard.max_speed
-        self.cruise_mps = cruise_mps
+        self.cruise_mps = tunables.cruise_mps
+        self.arrive_gain = tunables.arrive_gain
+        self.arrive_min_mps = tunables.arrive_min_mps
         self.surroundings = self.guard.surroundings
 
     def __call__(
@@ -64,7 +67,7 @@ class PathFollower:
         near, below, above = self.surroundings(obs)
         offset = command.carrot - position[:, :2]
         error = wrap_angle(torch.atan2(offset[:, 1], offset[:, 0]) - yaw)  # carrot bearing, body frame
-        arrive = (_ARRIVE_GAIN * command.goal_distance).clamp(min=_ARRIVE_MIN_MPS)
+        arrive = (self.arrive_gain * command.goal_distance).clamp(min=self.arrive_min_mps)
         turning = 0.7 + 0.3 * torch.cos(error).clamp(min=0.0)  # let the heading catch up a little
         hover = offset.norm(dim=1) < 0.05  # carrot at the drone: hold position (changing height)
         speed = torch.minimum(self.cruise_mps * turning, arrive).masked_fill(hover, 0.0)

@@ -95,7 +95,7 @@ class FrontierPlanner:
         offsets = torch.arange(-span, span + 1, device=self.device)
         self._visit_window = torch.cartesian_prod(offsets, offsets)  # [K, 2] (d column, d row)
         self.plans = [_Plan() for _ in range(num_drones)]
-        self.follower = PathFollower(settings, t.cruise_mps, self.device)
+        self.follower = PathFollower(settings, t, self.device)
         self.fresh = torch.ones(num_drones, dtype=torch.bool, device=self.device)
         self.last_position = torch.zeros(num_drones, 3, device=self.device)
         reach = math.ceil(t.inflate_m / self.cell_m)

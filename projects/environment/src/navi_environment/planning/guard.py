@@ -21,7 +21,7 @@ import torch
 from navi_environment.config import EnvironmentSettings
 from navi_environment.tracer import sensor_directions
 
-BRAKE_GAIN = 2.0  # speed limit per metre of room left before the stop margin, 1/s
+BRAKE_GAIN = 2.0  # default speed limit per metre of room left before the stop margin, 1/s
 STOP_MARGIN_M = 0.1  # gap between the drone's sphere and a surface at which motion towards it stops
 PUSH_RANGE_M = 0.2  # surfaces closer than radius + this push the drone away
 PUSH_MPS = 1.0  # push-away speed at contact
@@ -33,10 +33,16 @@ class SpeedGuard:
     Args:
         settings: environment settings (sensor shape and horizon, physics speeds and radius).
         device: where the sensor tables live (the observations' device).
+        brake_gain: speed limit per metre of room left before the stop margin, 1/s. The real-time
+            server keeps ``BRAKE_GAIN``, the margin it was measured with under latency; the frontier
+            planner, which acts on the newest observation, brakes later (its ``brake_gain``).
     """
 
-    def __init__(self, settings: EnvironmentSettings, device: torch.device | str) -> None:
+    def __init__(
+        self, settings: EnvironmentSettings, device: torch.device | str, brake_gain: float = BRAKE_GAIN
+    ) -> None:
         sensor, physics = settings.sensor, settings.physics
+        self.brake_gain = float(brake_gain)
         self.horizon_m = sensor.horizon_m
         self.radius_m = physics.drone_radius_m
         p = physics
@@ -65,7 +71,7 @@ class SpeedGuard:
 
     def limit(self, velocity: torch.Tensor, near: torch.Tensor) -> torch.Tensor:
         """[B, 2] body velocity whose component towards every surface direction is at most
-        ``BRAKE_GAIN`` x the room left before the stop margin."""
+        ``brake_gain`` x the room left before the stop margin."""
         limit = self.room(near)  # [B, Az]
         for _ in range(2):  # the worst direction, then the worst one left (a corner has two)
             excess = (velocity @ self.unit.T - limit).clamp(min=0.0)
@@ -75,7 +81,7 @@ class SpeedGuard:
 
     def room(self, clearance: torch.Tensor) -> torch.Tensor:
         """Speed limit towards a surface ``clearance`` metres from the drone centre, m/s."""
-        return BRAKE_GAIN * (clearance - self.radius_m - STOP_MARGIN_M).clamp(min=0.0)
+        return self.brake_gain * (clearance - self.radius_m - STOP_MARGIN_M).clamp(min=0.0)
 
     def push(self, near: torch.Tensor) -> torch.Tensor:
         """[B, 2] body-frame velocity away from surfaces closer than the radius + ``PUSH_RANGE_M``."""
