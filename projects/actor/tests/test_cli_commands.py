@@ -123,6 +123,29 @@ def test_bad_input_gives_clear_errors(tmp_path: Path) -> None:
     assert invoke(tmp_path, "promote", str(foreign)).exit_code != 0
 
 
+def test_a_broken_registry_is_refused_in_one_line(tmp_path: Path) -> None:
+    """`promote` and `models` print one line, not a traceback, when the registry is malformed or its
+    folder cannot be written (CliRunner would re-raise any other exception here)."""
+    from navi_actor.checkpoints import Checkpoint, save_checkpoint
+    from navi_actor.models import NaviPolicy, PolicyConfig
+
+    config = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8)
+    checkpoint = save_checkpoint(
+        Checkpoint(model=NaviPolicy(config).state_dict(), policy_config=config, step_id=1),
+        tmp_path / "model.pt",
+    )
+    (tmp_path / "models").write_text("a file where the registry folder should be")
+    unwritable = invoke(tmp_path, "promote", str(checkpoint))
+    assert unwritable.exit_code == 1 and "cannot write the model registry" in unwritable.output
+    (tmp_path / "models").unlink()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "registry.json").write_text("{not json")
+    for args in (("promote", str(checkpoint)), ("models",)):
+        malformed = invoke(tmp_path, *args)
+        assert malformed.exit_code == 1 and "is malformed" in malformed.output
+        assert len(malformed.output.strip().splitlines()) == 1, malformed.output
+
+
 def test_help_explains_the_train_options(tmp_path: Path) -> None:
     text = invoke(tmp_path, "train", "--help").output
     for option in (

@@ -248,19 +248,19 @@ def _report_training(summary: Any) -> None:
 def promote(checkpoint: Path, notes: str, tags: str) -> None:
     """Copy CHECKPOINT into the model registry as the next version and make it latest."""
     tag_list = [t.strip() for t in tags.split(",") if t.strip()]
-    click.echo(_promote_into_registry(build_settings(), checkpoint, notes, tag_list))
+    click.echo(promote_into_registry(build_settings(), checkpoint, notes, tag_list))
 
 
-def _promote_into_registry(settings: ActorSettings, checkpoint: Path, notes: str, tags: list[str]) -> str:
+def promote_into_registry(settings: ActorSettings, checkpoint: Path, notes: str, tags: list[str]) -> str:
     """Promote ``checkpoint`` into ``artifacts/models`` as the next version (the brain's latest); the
-    line to print. One-line refusal of an unreadable checkpoint."""
+    line to print. One-line refusal of an unreadable checkpoint or registry."""
     from navi_actor.checkpoints import CheckpointError
-    from navi_actor.registry import ModelRegistry
+    from navi_actor.registry import ModelRegistry, RegistryError
 
     registry = ModelRegistry(_artifacts(settings) / "models")
     try:
         entry = registry.promote(checkpoint, notes=notes, tags=tags)
-    except CheckpointError as error:
+    except (CheckpointError, RegistryError) as error:
         raise click.ClickException(str(error)) from error
     return f"promoted {checkpoint} as v{entry.version:03d} -> {registry.path_of(entry)}"
 
@@ -269,10 +269,13 @@ def _promote_into_registry(settings: ActorSettings, checkpoint: Path, notes: str
 @click.option("--json", "as_json", is_flag=True, help="Print the registry as JSON.")
 def models(as_json: bool) -> None:
     """List the models in the registry (latest and best marked)."""
-    from navi_actor.registry import ModelRegistry
+    from navi_actor.registry import ModelRegistry, RegistryError
 
     registry = ModelRegistry(_artifacts(build_settings()) / "models")
-    entries = registry.entries()
+    try:
+        entries = registry.entries()
+    except RegistryError as error:
+        raise click.ClickException(str(error)) from error
     if as_json:
         click.echo(json.dumps([entry.model_dump(mode="json") for entry in entries], indent=2))
         return
@@ -424,7 +427,7 @@ def select_checkpoint(
     )  # fmt: skip
     if promote:
         notes = f"select-checkpoint: step {result['chosen']['step_id']} of {run.name} ({result['rule']})"
-        result["promoted"] = _promote_into_registry(settings, Path(result["best"]), notes, ["selected"])
+        result["promoted"] = promote_into_registry(settings, Path(result["best"]), notes, ["selected"])
     click.echo(json.dumps(result) if as_json else format_selection(result))
 
 

@@ -144,7 +144,7 @@ def test_cli_continues_a_parent_then_promote_and_rl_training_resume(
          "--artifacts-dir", str(tmp_path), "--promote"],
     )  # fmt: skip
     assert cli.exit_code == 0, cli.output
-    assert "held-out action MSE" in cli.output and "promoted as v001" in cli.output
+    assert "held-out action MSE" in cli.output and " as v001 -> " in cli.output
     child = load_checkpoint(out)
     assert child.training_source == "bc" and child.parent_checkpoint == str(result.checkpoint.resolve())
     registry = ModelRegistry(tmp_path / "models")

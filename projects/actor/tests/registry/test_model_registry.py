@@ -10,7 +10,7 @@ import torch
 
 from navi_actor.checkpoints import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from navi_actor.models import NaviPolicy, PolicyConfig
-from navi_actor.registry import ModelRegistry
+from navi_actor.registry import ModelRegistry, RegistryError
 
 SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8)
 
@@ -67,8 +67,17 @@ def test_malformed_index_is_a_clear_error(tmp_path: Path) -> None:
     folder = tmp_path / "models"
     folder.mkdir()
     (folder / "registry.json").write_text("{not json")
-    with pytest.raises(ValueError, match="malformed"):
+    with pytest.raises(RegistryError, match="malformed") as refused:
         ModelRegistry(folder).entries()
+    assert "\n" not in str(refused.value)  # one line, printable by a command as is
+    assert isinstance(refused.value, ValueError)  # callers refusing bad settings refuse it too
+
+
+def test_a_folder_that_cannot_be_written_is_a_registry_error(tmp_path: Path) -> None:
+    checkpoint = write(tmp_path, "a.pt", 1, 1.0)
+    (tmp_path / "models").write_text("a file where the folder should be")
+    with pytest.raises(RegistryError, match="cannot write the model registry"):
+        ModelRegistry(tmp_path / "models").promote(checkpoint)
 
 
 def test_concurrent_promotions_get_distinct_versions(tmp_path: Path) -> None:

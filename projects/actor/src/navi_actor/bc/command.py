@@ -61,9 +61,8 @@ def bc_pretrain(*, checkpoint: Path | None, out: Path | None, promote: bool, **o
     from navi_actor.bc.dataset import DemonstrationError
     from navi_actor.bc.pretrain import run_pretrain
     from navi_actor.checkpoints import CheckpointError
-    from navi_actor.cli import build_settings
+    from navi_actor.cli import build_settings, promote_into_registry
     from navi_actor.devices import DeviceUnavailableError, check_device
-    from navi_actor.registry import ModelRegistry
     from navi_common import configure_logging
     from navi_contracts import artifacts_root
 
@@ -95,7 +94,4 @@ def bc_pretrain(*, checkpoint: Path | None, out: Path | None, promote: bool, **o
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
     if promote:
-        entry = ModelRegistry(artifacts / "models").promote(
-            result.checkpoint, notes="bc-pretrain", tags=["bc"]
-        )
-        click.echo(f"promoted as v{entry.version:03d}")
+        click.echo(promote_into_registry(settings, result.checkpoint, "bc-pretrain", ["bc"]))

@@ -1,5 +1,5 @@
 """Model registry: promoted checkpoints with latest and best."""
 
-from navi_actor.registry.model_registry import ModelRegistry, RegistryEntry
+from navi_actor.registry.model_registry import ModelRegistry, RegistryEntry, RegistryError
 
-__all__ = ["ModelRegistry", "RegistryEntry"]
+__all__ = ["ModelRegistry", "RegistryEntry", "RegistryError"]

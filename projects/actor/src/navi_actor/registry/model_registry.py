@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from navi_actor.checkpoints.format import Checkpoint, load_checkpoint
 from navi_common.atomic import atomic_write
@@ -28,6 +28,13 @@ from navi_common.atomic import atomic_write
 log = structlog.get_logger()
 
 REGISTRY_SCHEMA_VERSION = 1
+
+
+class RegistryError(ValueError):
+    """The registry cannot be read or written; the message is one line a command can print as is.
+
+    A ``ValueError`` so that callers which already refuse bad checkpoints and settings refuse this too.
+    """
 
 
 class RegistryEntry(BaseModel):
@@ -122,10 +129,18 @@ class ModelRegistry:
             return RegistryFile()
         try:
             registry = RegistryFile.model_validate_json(self.index_path.read_text(encoding="utf-8"))
-        except ValueError as error:
-            raise ValueError(f"model registry {self.index_path} is malformed: {error}") from error
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise RegistryError(
+                f"model registry {self.index_path} is malformed ({where + ': ' if where else ''}"
+                f"{first['msg']}); "
+                "fix it or move it aside"
+            ) from error
+        except (OSError, UnicodeDecodeError) as error:
+            raise RegistryError(f"cannot read the model registry {self.index_path}: {error}") from error
         if registry.schema_version != REGISTRY_SCHEMA_VERSION:
-            raise ValueError(
+            raise RegistryError(
                 f"model registry {self.index_path} has schema {registry.schema_version}; "
                 f"expected {REGISTRY_SCHEMA_VERSION}"
             )
@@ -167,11 +182,18 @@ class ModelRegistry:
 
         Returns:
             The new :class:`RegistryEntry`.
+
+        Raises:
+            navi_actor.checkpoints.CheckpointError: ``checkpoint`` cannot be read.
+            RegistryError: the registry is malformed or its folder cannot be written.
         """
         loaded = load_checkpoint(checkpoint)  # refuse to register anything unreadable
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with _exclusive(self.folder / ".registry.lock"):
-            return self._append(checkpoint, loaded, notes, tags)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with _exclusive(self.folder / ".registry.lock"):
+                return self._append(checkpoint, loaded, notes, tags)
+        except OSError as error:
+            raise RegistryError(f"cannot write the model registry in {self.folder}: {error}") from error
 
     def _append(
         self, checkpoint: Path, loaded: Checkpoint, notes: str, tags: list[str] | None
