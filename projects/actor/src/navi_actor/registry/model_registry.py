@@ -132,10 +132,9 @@ class ModelRegistry:
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
+            reason = f"{where}: {first['msg']}" if where else first["msg"]
             raise RegistryError(
-                f"model registry {self.index_path} is malformed ({where + ': ' if where else ''}"
-                f"{first['msg']}); "
-                "fix it or move it aside"
+                f"model registry {self.index_path} is malformed ({reason}); fix it or move it aside"
             ) from error
         except (OSError, UnicodeDecodeError) as error:
             raise RegistryError(f"cannot read the model registry {self.index_path}: {error}") from error
