@@ -65,3 +65,43 @@ def test_rayvit_last_layer_shortcut_equals_full_layer() -> None:
     tokens = torch.randn(3, 17, 64)
     block = encoder.blocks[-1]
     torch.testing.assert_close(block(tokens, first_only=True), block(tokens)[:, :1], atol=1e-5, rtol=1e-5)
+
+
+def test_rayvit_sector_readout_shapes_and_has_no_cls_token() -> None:
+    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="sectors"))
+    assert encoder.cls_token is None
+    assert encoder.project.in_features == 64 * 8 * 2  # vit_dim x (8 azimuth sectors x 2 bands)
+    assert encoder(torch.rand(3, 3, 64, 16)).shape == (3, 128)
+
+
+def test_rayvit_sector_readout_keeps_where_things_are() -> None:
+    """An obstacle ahead, behind, above or below: four different embeddings, each far apart.
+
+    Why: the sector means exist so that where a wall is reaches the heads from the first step; the
+    same wall in another sector must move the embedding by far more than float noise.
+    """
+    torch.manual_seed(0)
+    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="sectors"))
+    ahead = torch.zeros(1, 3, 64, 16)
+    ahead[:, 0, :8] = 1.0
+    behind = torch.roll(ahead, shifts=32, dims=2)
+    upper = torch.zeros(1, 3, 64, 16)
+    upper[:, 0, :, :8] = 1.0
+    lower = torch.flip(upper, dims=[3])
+    embeddings = encoder(torch.cat([ahead, behind, upper, lower]))
+    gaps = torch.cdist(embeddings, embeddings)
+    assert bool((gaps + torch.eye(4) * 1e3 > 0.1).all())
+
+
+def test_rayvit_sector_readout_pools_the_last_layer_over_the_sector_grid() -> None:
+    """The readout is the sector means of the normalised last-layer tokens, projected (no [CLS])."""
+    torch.manual_seed(0)
+    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="sectors"))
+    obs = torch.rand(2, 3, 64, 16)
+    tokens = encoder.patch_embed(obs).flatten(2).transpose(1, 2) + encoder.positional
+    for block in encoder.blocks:
+        tokens = block(tokens)
+    grid = encoder.norm_out(tokens).reshape(2, 8, 2, 64)  # row-major (azimuth, elevation) tokens
+    sectors = grid.permute(0, 3, 1, 2)  # [B, D, 8 az sectors, 2 bands]: at this size one token each
+    expected = encoder.norm_embed(encoder.project(sectors.flatten(1)))
+    torch.testing.assert_close(encoder(obs), expected)

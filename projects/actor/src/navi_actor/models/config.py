@@ -17,6 +17,7 @@ EncoderBackend = Literal["rayvit", "spherical_cnn"]
 TemporalCoreName = Literal["mamba2", "gru", "mambapy"]
 InputTransform = Literal["none", "sqrt_depth", "log_depth"]
 ActionSquash = Literal["clip", "tanh"]
+VitReadout = Literal["cls", "sectors"]
 ENCODER_BACKENDS: tuple[str, ...] = ("rayvit", "spherical_cnn")
 TEMPORAL_CORES: tuple[str, ...] = ("mamba2", "gru", "mambapy")
 INPUT_TRANSFORMS: tuple[str, ...] = ("none", "sqrt_depth", "log_depth")
@@ -127,6 +128,11 @@ class PolicyConfig(BaseModel):
     vit_layers: int = Field(default=2, gt=0, description="rayvit: transformer layers.")
     vit_heads: int = Field(default=4, gt=0, description="rayvit: attention heads.")
     vit_mlp_ratio: int = Field(default=2, gt=0, description="rayvit: MLP hidden width / token width.")
+    vit_readout: VitReadout = Field(
+        default="cls",
+        description="rayvit: what the embedding is read from: cls (a learned [CLS] token) or sectors (the "
+        "patch tokens averaged over 8 azimuth sectors x 2 elevation bands, as the spherical CNN pools).",
+    )
     cnn_width: int = Field(default=32, gt=0, description="spherical_cnn: stem channels (doubles twice).")
 
     ssm_state: int = Field(default=16, gt=0, description="mamba cores: SSM state size N.")

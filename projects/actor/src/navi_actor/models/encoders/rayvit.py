@@ -4,6 +4,14 @@ Why this shape: an 8x8 patch projection turns the 256x48 distance matrix into 32
 few enough for full attention on two CPU cores. Attention lets a distant opening on one side of
 the sphere influence the embedding directly. There is no dropout and no batch statistics, so the
 function is identical in train and eval mode (acting and learning see the same network).
+
+Two readouts (``vit_readout``): a learned [CLS] token (the default), or the patch tokens averaged
+over the spherical CNN's sector grid (8 azimuth sectors x 2 elevation bands). Why the sectors exist:
+at initialisation attention is nearly uniform, so the [CLS] token sees the average of 192 tokens and
+the frames of a flight move its embedding by about a tenth of what they move the CNN's; in behaviour
+cloning it could then sit at the constant action or grow until the frames moved it by 1e-4, a
+constant embedding no gradient revived (docs/experiments/2026-11-faster-frontier-planner.md). Sector
+means keep where things are from the first step.
 """
 
 from __future__ import annotations
@@ -14,6 +22,9 @@ from torch import nn
 
 from navi_actor.models.config import PolicyConfig
 from navi_actor.models.positional import spherical_positional_encoding
+
+#: the sector readout's grid (azimuth sectors, elevation bands): the spherical CNN's.
+SECTORS = (8, 2)
 
 
 class PreNormBlock(nn.Module):
@@ -57,15 +68,21 @@ class PreNormBlock(nn.Module):
 
 
 class RayViTEncoder(nn.Module):
-    """Encode ``[B, C, Az, El]`` spherical observations into ``[B, embed_dim]`` via a [CLS] token."""
+    """Encode ``[B, C, Az, El]`` spherical observations into ``[B, embed_dim]``.
+
+    Read from a [CLS] token (``vit_readout="cls"``) or from the patch tokens' sector means
+    (``"sectors"``, the grid of :class:`~navi_actor.models.encoders.SphericalCNNEncoder`).
+    """
 
     def __init__(self, cfg: PolicyConfig) -> None:
         super().__init__()
         patch = cfg.patch_size
         self.grid = (cfg.azimuth // patch, cfg.elevation // patch)
         self.patch_embed = nn.Conv2d(cfg.in_channels, cfg.vit_dim, kernel_size=patch, stride=patch)
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, cfg.vit_dim))
-        nn.init.normal_(self.cls_token, std=0.02)
+        self.cls_token: nn.Parameter | None = None
+        if cfg.vit_readout == "cls":
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, cfg.vit_dim))
+            nn.init.normal_(self.cls_token, std=0.02)
         # Cached once: fixed sin/cos codes, moved with the module by .to(device), not trained.
         self.register_buffer(
             "positional", spherical_positional_encoding(*self.grid, cfg.vit_dim)[None], persistent=False
@@ -74,7 +91,8 @@ class RayViTEncoder(nn.Module):
             PreNormBlock(cfg.vit_dim, cfg.vit_heads, cfg.vit_mlp_ratio) for _ in range(cfg.vit_layers)
         )
         self.norm_out = nn.LayerNorm(cfg.vit_dim)
-        self.project = nn.Linear(cfg.vit_dim, cfg.embed_dim)
+        readout = cfg.vit_dim if self.cls_token is not None else cfg.vit_dim * SECTORS[0] * SECTORS[1]
+        self.project = nn.Linear(readout, cfg.embed_dim)
         self.norm_embed = nn.LayerNorm(cfg.embed_dim)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -89,6 +107,11 @@ class RayViTEncoder(nn.Module):
         patches = self.patch_embed(obs)  # [B, D, Az/p, El/p]
         tokens = patches.flatten(2).transpose(1, 2)  # -> [B, (Az/p)*(El/p), D], row-major (az, el)
         tokens = tokens + self.positional
+        if self.cls_token is None:  # sector readout: every layer in full, then the sector grid's means
+            for block in self.blocks:
+                tokens = block(tokens)
+            grid = self.norm_out(tokens).transpose(1, 2).unflatten(2, self.grid)  # [B, D, Az/p, El/p]
+            return self.norm_embed(self.project(nnf.adaptive_avg_pool2d(grid, SECTORS).flatten(1)))
         cls = self.cls_token.expand(tokens.shape[0], -1, -1)
         tokens = torch.cat([cls, tokens], dim=1)  # [B, 1 + L, D]
         last = len(self.blocks) - 1
