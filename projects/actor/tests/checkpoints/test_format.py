@@ -130,3 +130,22 @@ def test_the_action_squash_travels_and_old_checkpoints_read_as_clip(tmp_path: Pa
     payload["policy_config"] = SMALL.model_dump_json(exclude={"action_squash"})  # written before the field
     torch.save(payload, tmp_path / "old.pt")
     assert load_checkpoint(tmp_path / "old.pt").policy_config.action_squash == "clip"
+
+
+def test_the_vit_readout_travels_and_old_checkpoints_read_as_cls(tmp_path: Path) -> None:
+    """A sector-readout policy reloads into the same function; a file written before the field had a
+    [CLS] token (its weights would not fit a sector readout's projection)."""
+    sectors = SMALL.model_copy(update={"vit_readout": "sectors"})
+    policy = NaviPolicy(sectors)
+    checkpoint = make_checkpoint()
+    checkpoint.policy_config, checkpoint.model = sectors, policy.state_dict()
+    loaded = load_checkpoint(save_checkpoint(checkpoint, tmp_path / "sectors.pt"))
+    assert loaded.policy_config.vit_readout == "sectors"
+    rebuilt = NaviPolicy(loaded.policy_config)
+    rebuilt.load_state_dict(loaded.model)
+    obs = torch.rand(2, 3, 16, 8)
+    torch.testing.assert_close(rebuilt.encode(obs), policy.encode(obs))
+    payload = make_checkpoint().to_payload()
+    payload["policy_config"] = SMALL.model_dump_json(exclude={"vit_readout"})  # written before the field
+    torch.save(payload, tmp_path / "old.pt")
+    assert load_checkpoint(tmp_path / "old.pt").policy_config.vit_readout == "cls"
