@@ -21,10 +21,11 @@ import torch.nn.functional as nnf
 from torch import nn
 
 from navi_actor.models.config import PolicyConfig
+from navi_actor.models.encoders.spherical_cnn import SphericalCNNEncoder
 from navi_actor.models.positional import spherical_positional_encoding
 
-#: the sector readout's grid (azimuth sectors, elevation bands): the spherical CNN's.
-SECTORS = (8, 2)
+#: the sector readout's grid (azimuth sectors, elevation bands): the spherical CNN's, one rule.
+SECTORS = SphericalCNNEncoder.sectors
 
 
 class PreNormBlock(nn.Module):
