@@ -161,7 +161,7 @@ class EnvironmentChoice(SettingsGroup):
         default="sdfdag",
         description="sdfdag: the real simulator; point: a tiny goal-seeking toy for smoke tests.",
     )
-    gmdag_file: Path | None = Field(default=None, description="Train on this one .gmdag scene.")
+    gmdag_file: Path | None = Field(default=None, description="Fly in this one .gmdag scene, not a corpus.")
     corpus: Path | None = Field(default=None, description="Corpus folder (default: the built-in one).")
     point_azimuth: int = Field(default=32, gt=0, description="Azimuth bins of the point environment.")
     point_elevation: int = Field(default=8, gt=0, description="Elevation bins of the point environment.")
