@@ -100,7 +100,7 @@ class PPOConfig(SettingsGroup):
         "policy's own later mean actions along the rollout.",
     )
     symmetry_coef: float = Field(
-        default=0.0,
+        default=0.5,
         ge=0.0,
         description="Weight of the mirror-symmetry loss: the mean action on the left-right mirrored "
         "rollout, mirrored back, is a target for the mean action, so turning one way whatever the "

@@ -59,7 +59,7 @@ def test_memory_is_reset_only_for_drones_whose_episode_ended(small_policy: Calla
 
 
 def test_sampled_actions_never_leave_the_physics_range(small_policy: Callable[..., NaviPolicy]) -> None:
-    policy = small_policy("gru", init_log_std=1.0)
+    policy = small_policy("gru", init_log_std=1.0, log_std_max=1.0)
     stepper = PolicyStepper(policy, 64, deterministic=False)
     actions = stepper.act(torch.rand(64, 3, 32, 8))
     assert actions.abs().max() <= 1.0

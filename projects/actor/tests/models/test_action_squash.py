@@ -93,7 +93,7 @@ def test_tanh_entropy_estimates_the_squashed_entropy_and_pulls_saturation_back()
 
 
 def test_tanh_policy_executes_inside_the_range_and_rescores_exactly() -> None:
-    policy = small("tanh", init_log_std=0.0)
+    policy = small("tanh", init_log_std=0.0, log_std_max=1.0)
     T, B = 6, 32
     gen = torch.Generator().manual_seed(2)
     obs = torch.rand(T, B, 3, AZ, EL, generator=gen)
@@ -126,7 +126,8 @@ def test_clip_mode_draws_and_scores_exactly_as_before() -> None:
     log-prob the Gaussian's, and a tanh policy with the same weights and seed draws the same raw u."""
     obs, starts = torch.rand(8, 3, AZ, EL), torch.ones(8, dtype=torch.bool)
     # forward mean 0: the same weights in both modes (otherwise tanh starts at atanh of it)
-    clip, tanh = (small(mode, init_log_std=0.5, init_forward_mean=0.0) for mode in ("clip", "tanh"))
+    wide = {"init_log_std": 0.5, "log_std_max": 1.0, "init_forward_mean": 0.0}
+    clip, tanh = (small(mode, **wide) for mode in ("clip", "tanh"))
     torch.manual_seed(7)
     acted = clip.act(obs, clip.initial_state(8), starts)
     torch.manual_seed(7)

@@ -61,7 +61,7 @@ def test_spherical_cnn_is_equivariant_to_azimuth_rolls() -> None:
 def test_rayvit_last_layer_shortcut_equals_full_layer() -> None:
     """Computing only the [CLS] row of a layer gives exactly that row of the full layer."""
     torch.manual_seed(0)
-    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16))
+    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="cls", vit_layers=2))
     tokens = torch.randn(3, 17, 64)
     block = encoder.blocks[-1]
     torch.testing.assert_close(block(tokens, first_only=True), block(tokens)[:, :1], atol=1e-5, rtol=1e-5)

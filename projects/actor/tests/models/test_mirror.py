@@ -78,9 +78,10 @@ def test_the_targets_are_the_mirrored_policy_on_the_mirrored_rollout() -> None:
     assert (targets[..., 3] < -1.0).all()  # the left turn's target is a right turn
 
 
-def test_off_by_default_reports_nothing_and_computes_no_targets() -> None:
+def test_on_by_default_and_off_at_zero_reports_nothing_and_computes_no_targets() -> None:
+    """On by default since 2026-11-30 (the best measured recipe); 0 skips the mirrored replay."""
+    assert PPOConfig().symmetry_coef == 0.5
     policy = _yaw_bias_policy()
     storage = collected(policy)
-    result = PPOLearner(policy, PPOConfig(epochs=1, num_minibatches=2)).update(storage)
-    assert PPOConfig().symmetry_coef == 0.0
+    result = PPOLearner(policy, PPOConfig(epochs=1, num_minibatches=2, symmetry_coef=0.0)).update(storage)
     assert SYMMETRY_METRIC not in result.metrics and storage.mirror_means is None

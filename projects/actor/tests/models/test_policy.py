@@ -96,7 +96,7 @@ def test_no_behaviour_difference_between_train_and_eval_mode() -> None:
 
 
 def test_sampled_actions_are_raw_and_physics_action_clips_them() -> None:
-    policy = small_policy("rayvit", "gru", init_log_std=1.0)
+    policy = small_policy("rayvit", "gru", init_log_std=1.0, log_std_max=1.0)
     out = policy.act(torch.rand(64, 3, AZ, EL), policy.initial_state(64), torch.ones(64, dtype=torch.bool))
     assert out.action.abs().max() > 1.0  # std e^1: the raw sample leaves [-1, 1] ...
     clipped = policy.physics_action(out.action)

@@ -33,7 +33,8 @@ def config(core: str = "gru", **extra: object) -> PolicyConfig:
 def reading_policy(core: str = "gru", **extra: object) -> NaviPolicy:
     """A policy whose action projection is no longer zero (as after cloning or some PPO updates)."""
     torch.manual_seed(0)
-    policy = NaviPolicy(config(core, previous_action_input=True, init_log_std=0.5, **extra)).eval()
+    wide = {"init_log_std": 0.5, "log_std_max": 1.0}
+    policy = NaviPolicy(config(core, previous_action_input=True, **wide, **extra)).eval()
     assert policy.action_projection is not None
     with torch.no_grad():
         policy.action_projection.weight.normal_(0.0, 2.0)

@@ -33,7 +33,8 @@ def config(core: str = "gru", **extra: object) -> PolicyConfig:
 def reading_policy(core: str = "gru") -> NaviPolicy:
     """A visit-reading policy whose projection is no longer zero (as after cloning or PPO)."""
     torch.manual_seed(0)
-    policy = NaviPolicy(config(core, visit_input=True, visits=EAGER, init_log_std=0.0)).eval()
+    wide = {"init_log_std": 0.0, "log_std_max": 1.0}
+    policy = NaviPolicy(config(core, visit_input=True, visits=EAGER, **wide)).eval()
     assert policy.visit_projection is not None
     with torch.no_grad():
         policy.visit_projection.weight.normal_(0.0, 2.0)

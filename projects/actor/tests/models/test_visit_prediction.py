@@ -28,7 +28,7 @@ def config(**extra: object) -> PolicyConfig:
 
 def predicting_policy() -> NaviPolicy:
     torch.manual_seed(0)
-    return NaviPolicy(config(visit_prediction=True, visits=EAGER, init_log_std=0.0)).eval()
+    return NaviPolicy(config(visit_prediction=True, visits=EAGER, init_log_std=0.0, log_std_max=1.0)).eval()
 
 
 def collected(policy: NaviPolicy, features: int) -> tuple[RolloutStorage, RolloutCollector]:
@@ -62,7 +62,7 @@ def test_a_predicting_policy_acts_as_a_plain_one_without_poses_and_predicts_ever
     assert policy.keeps_visit_features and not plain.keeps_visit_features
     obs, start = torch.rand(B, 3, AZ, EL), torch.ones(B, dtype=torch.bool)
     torch.manual_seed(0)
-    plain_policy = NaviPolicy(config(init_log_std=0.0)).eval()
+    plain_policy = NaviPolicy(config(init_log_std=0.0, log_std_max=1.0)).eval()
     a = plain_policy.act(obs, plain_policy.initial_state(B), start, deterministic=True)
     b = policy.act(obs, policy.initial_state(B), start, deterministic=True)  # no visit features needed
     torch.testing.assert_close(a.action, b.action)  # the head only adds a loss, not an input

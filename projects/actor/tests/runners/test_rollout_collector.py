@@ -15,8 +15,9 @@ def make(max_steps: int = 5) -> tuple[RecordingEnv, NaviPolicy, RolloutStorage, 
     torch.manual_seed(0)
     env = RecordingEnv(3, azimuth=16, elevation=8, max_steps=max_steps)
     wide = PolicyConfig(
-        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1, init_log_std=1.0
-    )
+        temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
+        init_log_std=1.0, log_std_max=1.0,
+    )  # fmt: skip
     policy = NaviPolicy(wide)
     storage = RolloutStorage(
         16, 3, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
@@ -79,7 +80,7 @@ def test_a_tanh_policy_executes_the_squashed_sample_and_stores_the_raw_one() -> 
     env = RecordingEnv(3, azimuth=16, elevation=8, max_steps=5)
     config = PolicyConfig(
         temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
-        init_log_std=1.0, action_squash="tanh",
+        init_log_std=1.0, log_std_max=1.0, action_squash="tanh",
     )  # fmt: skip
     policy = NaviPolicy(config)
     storage = RolloutStorage(
@@ -116,7 +117,7 @@ def test_a_memory_reading_policy_shares_the_shapers_memory_and_learns_from_the_s
     assert policy.memory_projection is not None
     with torch.no_grad():
         policy.memory_projection.weight.normal_(0.0, 2.0)
-    env = PointGoalEnv(3, azimuth=16, elevation=8, max_steps=1000)  # no episode ends in 16 steps
+    env = PointGoalEnv(3, azimuth=16, elevation=8, max_steps=1000)  # none truncated in 16 steps
     storage = RolloutStorage(
         16, 3, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
     )
@@ -124,8 +125,13 @@ def test_a_memory_reading_policy_shares_the_shapers_memory_and_learns_from_the_s
     collector = RolloutCollector(env, policy, storage, shaping=shaping.reward, seed=0, memory=shaping.memory)
     collector.collect(0.99, 0.95)
     assert shaping.memory is not None and collector.memory is shaping.memory
-    assert shaping.memory.steps.tolist() == [16, 16, 16]  # observed once per step, by the policy
-    assert float(storage.loop_scores[1:].min()) > 0.0  # the point toy's views look alike: scores
+    # observed once per step, by the policy: the steps since each drone's last episode start (the
+    # point toy ends an episode where a drone reaches its goal)
+    rows = torch.arange(16)[:, None].expand(16, 3)
+    last_start = torch.where(storage.episode_starts.bool(), rows, torch.zeros_like(rows)).max(dim=0).values
+    assert shaping.memory.steps.tolist() == (16 - last_start).tolist()
+    later = ~storage.episode_starts.bool()  # an episode's first view has an empty memory (score 0)
+    assert float(storage.loop_scores[later].min()) > 0.0  # the point toy's views look alike: scores
     replay = policy.evaluate_sequences(
         storage.obs, storage.actions, storage.sequence_states[0], storage.episode_starts,
         loop_scores=storage.loop_scores,

@@ -140,7 +140,7 @@ class RewardSettings(BaseModel):
     )
     visit_cell_m: float = Field(default=1.0, gt=0.0, description="Edge of an exploration visit cell.")
     novelty_columns: bool = Field(
-        default=False,
+        default=True,
         description="Pay the novelty terms (exploration, structure band, heading terms, revisit) once per "
         "column of visit cells, all heights together, instead of once per 3D cell. Coverage is still "
         "counted in 3D cells. Why: an orbit whose height drifts keeps entering new 3D cells "

@@ -18,7 +18,7 @@ class BCConfig(BaseModel):
     epochs: int = Field(default=10, gt=0, description="Passes over the training episodes.")
     sequence_length: int = Field(default=32, gt=0, description="BPTT window length L (state carried across).")
     streams: int = Field(default=16, gt=0, description="Parallel BPTT rows B per optimiser step.")
-    learning_rate: float = Field(default=3e-4, gt=0.0, description="Adam learning rate.")
+    learning_rate: float = Field(default=1e-3, gt=0.0, description="Adam learning rate.")
     weight_decay: float = Field(default=0.0, ge=0.0, description="AdamW weight decay.")
     max_grad_norm: float = Field(default=1.0, gt=0.0, description="Global gradient-norm clip.")
     holdout_fraction: float = Field(

@@ -156,11 +156,14 @@ def stored_policy_config(text: str) -> PolicyConfig:
     they read as ``none`` (not the new default), so a resumed or evaluated policy computes exactly
     the function it was trained as. Likewise those written before ``action_squash`` clipped their
     actions: they read as ``clip`` whatever the default becomes, and those written before
-    ``action_chunk_mode`` had a chunk head of absolute later actions: they read as ``absolute``.
+    ``action_chunk_mode`` had a chunk head of absolute later actions: they read as ``absolute``; and
+    those written before ``vit_readout`` had a [CLS] token: they read as ``cls`` (the default became
+    ``sectors`` on 2026-11-30; their weights would not fit a sector readout).
     """
     values = json.loads(text)
     if isinstance(values, dict):
         values.setdefault("input_transform", "none")
         values.setdefault("action_squash", "clip")
         values.setdefault("action_chunk_mode", "absolute")
+        values.setdefault("vit_readout", "cls")
     return PolicyConfig.model_validate(values)

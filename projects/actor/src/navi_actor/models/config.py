@@ -58,7 +58,7 @@ class PolicyConfig(BaseModel):
         "(the executed action; with action_squash=tanh the raw mean starts at its atanh).",
     )
     log_std_min: float = Field(default=-5.0, description="Lower clamp of the action log-std.")
-    log_std_max: float = Field(default=1.0, description="Upper clamp of the action log-std.")
+    log_std_max: float = Field(default=-0.5, description="Upper clamp of the action log-std.")
     log_std_mode: Literal["global", "state"] = Field(
         default="global",
         description="Action log-std: one learned vector for every state (global), or linear in the "
@@ -125,11 +125,11 @@ class PolicyConfig(BaseModel):
 
     patch_size: int = Field(default=8, gt=0, description="rayvit: square patch size in bins.")
     vit_dim: int = Field(default=64, gt=0, description="rayvit: transformer token width (multiple of 4).")
-    vit_layers: int = Field(default=2, gt=0, description="rayvit: transformer layers.")
+    vit_layers: int = Field(default=1, gt=0, description="rayvit: transformer layers.")
     vit_heads: int = Field(default=4, gt=0, description="rayvit: attention heads.")
     vit_mlp_ratio: int = Field(default=2, gt=0, description="rayvit: MLP hidden width / token width.")
     vit_readout: VitReadout = Field(
-        default="cls",
+        default="sectors",
         description="rayvit: what the embedding is read from: cls (a learned [CLS] token) or sectors (the "
         "patch tokens averaged over 8 azimuth sectors x 2 elevation bands, as the spherical CNN pools).",
     )
