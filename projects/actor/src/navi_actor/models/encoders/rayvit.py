@@ -5,8 +5,9 @@ few enough for full attention on two CPU cores. Attention lets a distant opening
 the sphere influence the embedding directly. There is no dropout and no batch statistics, so the
 function is identical in train and eval mode (acting and learning see the same network).
 
-Two readouts (``vit_readout``): a learned [CLS] token (the default), or the patch tokens averaged
-over the spherical CNN's sector grid (8 azimuth sectors x 2 elevation bands). Why the sectors exist:
+Two readouts (``vit_readout``): the patch tokens averaged over the spherical CNN's sector grid (8
+azimuth sectors x 2 elevation bands; the default since 2026-11-30, with one layer), or a learned
+[CLS] token (the default before, with two layers). Why the sectors exist:
 at initialisation attention is nearly uniform, so the [CLS] token sees the average of 192 tokens and
 the frames of a flight move its embedding by about a tenth of what they move the CNN's; in behaviour
 cloning it could then sit at the constant action or grow until the frames moved it by 1e-4, a
