@@ -80,7 +80,10 @@ def main(
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
     env_settings = build_settings(EnvironmentSettings)  # NAVI_ENV_*, as in training; a bad value is one line
-    env = build_environment(EnvironmentChoice(gmdag_file=gmdag_file), num_actors, "cpu", env_settings).env
+    try:
+        env = build_environment(EnvironmentChoice(gmdag_file=gmdag_file), num_actors, "cpu", env_settings).env
+    except (ValueError, FileNotFoundError) as error:  # a broken file, a scene with no place to start
+        raise click.ClickException(f"unusable scene: {error}") from error
     plan = make_plan(env, episodes_per_scene, seed)
     for spec in policies:
         policy, _ = resolve_policy(spec, env, "cpu")

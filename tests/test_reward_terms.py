@@ -57,3 +57,12 @@ def test_a_bad_setting_is_one_line_not_a_traceback(hall: Path, monkeypatch: pyte
     result = CliRunner().invoke(main, ["--gmdag-file", str(hall), "--policy", "random"])
     assert result.exit_code == 2 and "invalid settings: reward.novelty_columns" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_broken_scene_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gmdag"
+    broken.write_bytes(b"not a gmdag asset")
+    main = runpy.run_path(str(SCRIPT))["main"]
+    result = CliRunner().invoke(main, ["--gmdag-file", str(broken), "--policy", "random"])
+    assert result.exit_code == 1 and "unusable scene: " in result.output, result.output
+    assert "Traceback" not in result.output
