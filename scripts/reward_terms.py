@@ -56,15 +56,18 @@ def flown_terms(policy: Any, env: Any, plan: Any, seed: int) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--gmdag-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--gmdag-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="The scene (a compiled .gmdag file).")  # fmt: skip
 @click.option("--policy", "policies", multiple=True, required=True,
               help="A checkpoint file, random, heuristic or frontier; repeat for several.")  # fmt: skip
-@click.option("--episodes-per-scene", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Plan seed (bench_learning: 1000 + seed)."
-)
-@click.option("--num-actors", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--torch-threads", type=click.IntRange(min=1), default=None)
+@click.option("--episodes-per-scene", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Planned starts, drawn once with --seed; every policy flies the same ones.")  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Plan seed (bench_learning.py judges seed S on plan seed 1000 + S).")  # fmt: skip
+@click.option("--num-actors", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Drones flown together (evaluate's default).")  # fmt: skip
+@click.option("--torch-threads", type=click.IntRange(min=1), default=None,
+              help="torch intra-op threads (default: torch's choice); 1 on a busy machine.")  # fmt: skip
 def main(
     *, gmdag_file: Path, policies: tuple[str, ...], episodes_per_scene: int, seed: int, num_actors: int,
     torch_threads: int | None,
