@@ -9,8 +9,8 @@ it) or not (a reward that does not ask for it). The environment settings come fr
 as in training.
 
 One JSON line per policy: coverage (cells), the evaluator's mean return, the terms per episode and
-their sum (``terms_total``; it counts every drone-step flown, so it can exceed the evaluator's
-return when some drones finish their last planned episode before others).
+their sum (``terms_total``; it counts every drone-step flown, so it differs from the evaluator's
+return when some drones finish their last planned episode before others and fly on unplanned).
 
     uv run python scripts/reward_terms.py --gmdag-file artifacts/gmdag/corpus/apartment_003.gmdag \
         --policy CHECKPOINT --policy frontier [--episodes-per-scene 8] [--seed 1002]
