@@ -123,28 +123,30 @@ def trained_policy(
     minutes: float | None,
     steps: int | None,
     seed: int,
-    warm: WarmStartConfig | None = None,
+    warm: dict[str, int] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Train the default trainer on ``train_scenes`` for ``minutes`` or ``steps``; (policy, JSON facts).
 
-    With a warm start (``warm.steps`` > 0) PPO starts from the behaviour-cloned checkpoint (weights
+    ``warm`` holds the ``warm_start`` settings given on the command line; the others come from the
+    environment, ``.env`` and the defaults, as in ``navi-actor train``. With a warm start
+    (``warm_start.steps`` > 0) PPO starts from the behaviour-cloned checkpoint (weights
     only: a fresh optimiser, counters at 0, so ``steps`` counts PPO steps alone) and its first
-    ``warm.value_updates`` updates train only the critic (``ppo.value_warmup_updates``). A KL penalty
+    ``warm_start.value_updates`` updates train only the critic (``ppo.value_warmup_updates``). A KL penalty
     asked for without a reference (``NAVI_ACTOR_PPO__REFERENCE_KL_COEF`` > 0) anchors to the clone: its
     path exists only once the warm start has run.
     """
-    warm = warm or WarmStartConfig()
     values: dict[str, Any] = {
         "train": {"max_minutes": minutes, "total_steps": steps, "seed": seed},
         "telemetry": {"enabled": False},
         "checkpoint": {"auto_resume": False, "auto_promote": False},
-        "warm_start": warm.model_dump(),
+        **({"warm_start": warm} if warm else {}),
     }
     settings = ActorSettings(**values)
+    warm_start = settings.warm_start
     artifacts = Path(tempfile.mkdtemp(prefix="navi-bench-learning-"))
     train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps as trained
     start, facts = None, None
-    if warm.steps:  # the planner flies the training backend: never a held-out scene
+    if warm_start.steps:  # the planner flies the training backend: never a held-out scene
         result = run_warm_start(settings, train_env, artifacts / "warm_start", seed=seed, note=say)
         start, facts = result.checkpoint, result.facts
         settings = settings_after_warm_start(settings, start, facts["seconds"], say)
@@ -226,6 +228,9 @@ def selected_policy(
     facts = {**selection.to_json(), "seconds": round(time.monotonic() - started, 1)}
     return load_policy(Path(selection.chosen.path))[0], facts
 
+
+#: the warm start's defaults, named in --help (the options are passed only when given, as in navi-actor train)
+WARM_DEFAULTS = WarmStartConfig()
 
 POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "frontier")
 
@@ -391,33 +396,35 @@ def targets(paired: dict[str, Any]) -> dict[str, Any]:
     "per policy (learned mean, learned sampled, random, heuristic, frontier[, clone]) left to right.",
 )
 @click.option(
-    "--warm-start-steps",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
+    "--warm-start-steps", type=click.IntRange(min=0), default=None,
     help="Before PPO: fly the frontier planner this many environment steps on the training scenes and "
-    "behaviour-clone it into the policy PPO then trains (0: a fresh policy). Not counted in --steps.",
-)
-@click.option(
-    "--warm-start-epochs", type=click.IntRange(min=1), default=10, show_default=True,
-    help="Behaviour-cloning epochs over the warm start's flights.",
+    "behaviour-clone it into the policy PPO then trains (0: a fresh policy). Not counted in --steps. "
+    f"Default: warm_start.steps ({WARM_DEFAULTS.steps}), as in navi-actor train.",
 )  # fmt: skip
 @click.option(
-    "--warm-start-value-updates", type=click.IntRange(min=0), default=10, show_default=True,
-    help="After a warm start, the first PPO updates that train only the critic (ppo.value_warmup_updates).",
+    "--warm-start-epochs", type=click.IntRange(min=1), default=None,
+    help="Behaviour-cloning epochs over the warm start's flights. "
+    f"Default: warm_start.epochs ({WARM_DEFAULTS.epochs}).",
 )  # fmt: skip
 @click.option(
-    "--warm-start-dagger-rounds", type=click.IntRange(min=0), default=0, show_default=True,
+    "--warm-start-value-updates", type=click.IntRange(min=0), default=None,
+    help="After a warm start, the first PPO updates that train only the critic (ppo.value_warmup_updates). "
+    f"Default: warm_start.value_updates ({WARM_DEFAULTS.value_updates}).",
+)  # fmt: skip
+@click.option(
+    "--warm-start-dagger-rounds", type=click.IntRange(min=0), default=None,
     help="After the warm start's clone: DAgger rounds (the clone flies, the planner labels every step, "
-    "cloning continues on all flights; warm_start.dagger_rounds).",
+    f"cloning continues on all flights). Default: warm_start.dagger_rounds ({WARM_DEFAULTS.dagger_rounds}).",
 )  # fmt: skip
 @click.option(
-    "--warm-start-dagger-steps", type=click.IntRange(min=1), default=8192, show_default=True,
-    help="Environment steps the clone flies per DAgger round.",
+    "--warm-start-dagger-steps", type=click.IntRange(min=1), default=None,
+    help="Environment steps the clone flies per DAgger round. "
+    f"Default: warm_start.dagger_steps ({WARM_DEFAULTS.dagger_steps}).",
 )  # fmt: skip
 @click.option(
-    "--warm-start-dagger-epochs", type=click.IntRange(min=1), default=5, show_default=True,
-    help="Behaviour-cloning epochs per DAgger round.",
+    "--warm-start-dagger-epochs", type=click.IntRange(min=1), default=None,
+    help="Behaviour-cloning epochs per DAgger round. "
+    f"Default: warm_start.dagger_epochs ({WARM_DEFAULTS.dagger_epochs}).",
 )  # fmt: skip
 @click.option(
     "--select-checkpoint", is_flag=True,
@@ -439,12 +446,12 @@ def main(
     threads: int | None,
     seed: int,
     checkpoint: Path | None,
-    warm_start_steps: int,
-    warm_start_epochs: int,
-    warm_start_value_updates: int,
-    warm_start_dagger_rounds: int,
-    warm_start_dagger_steps: int,
-    warm_start_dagger_epochs: int,
+    warm_start_steps: int | None,
+    warm_start_epochs: int | None,
+    warm_start_value_updates: int | None,
+    warm_start_dagger_rounds: int | None,
+    warm_start_dagger_steps: int | None,
+    warm_start_dagger_epochs: int | None,
     paths: Path | None,
     select_checkpoint: bool,
 ) -> None:
@@ -453,15 +460,13 @@ def main(
         torch.set_num_threads(threads)
     named = [name.strip() for name in heldout_scenes.split(",") if name.strip()] if heldout_scenes else None
     train_scenes, eval_scenes = corpus_split(corpus, holdout, split, named, heldout_corpus)
-    warm = WarmStartConfig(
-        steps=warm_start_steps,
-        epochs=warm_start_epochs,
-        value_updates=warm_start_value_updates,
-        dagger_rounds=warm_start_dagger_rounds,
-        dagger_steps=warm_start_dagger_steps,
-        dagger_epochs=warm_start_dagger_epochs,
-    )
-    if checkpoint is not None and warm.steps:
+    given = {
+        "steps": warm_start_steps, "epochs": warm_start_epochs, "value_updates": warm_start_value_updates,
+        "dagger_rounds": warm_start_dagger_rounds, "dagger_steps": warm_start_dagger_steps,
+        "dagger_epochs": warm_start_dagger_epochs,
+    }  # fmt: skip
+    warm = {key: value for key, value in given.items() if value is not None}  # passed only when given
+    if checkpoint is not None and warm.get("steps"):
         raise click.ClickException("--warm-start-steps trains; --checkpoint skips training: pick one")
     if paths is not None:  # before training: a folder that cannot be written fails now, not after it
         from navi_actor.evaluation.paths_png import prepare_folder

@@ -182,6 +182,10 @@ WARM_STEPS = 256  # 64 per drone (rollout.num_actors = 4)
 def warm(corpus: Path) -> dict[str, Any]:
     """The JSON line of a run that behaviour-clones the frontier planner first, then trains 128 PPO steps.
 
+    The epochs come from ``NAVI_ACTOR_WARM_START__EPOCHS``: the bench passes its ``--warm-start-*``
+    options only when given, so it clones with ``navi-actor train``'s settings and defaults (it once
+    cloned 10 epochs where train cloned 20).
+
     192 training frames (one of the four episodes is held out): 100 epochs at a learning rate of 3e-3
     fit them visibly; 10 epochs at 3e-4 barely move the mean. Some seeds' flights (start poses drawn
     per scene) are not fitted by these 100 epochs: with the planner braking at every goal seed 0's
@@ -190,8 +194,9 @@ def warm(corpus: Path) -> dict[str, Any]:
     """
     result = subprocess.run(
         [sys.executable, str(SCRIPT), *ARGS, "--corpus", str(corpus), "--steps", "128", "--seed", "3",
-         "--warm-start-steps", str(WARM_STEPS), "--warm-start-epochs", "100"],
-        env={**os.environ, **TINY, "NAVI_ACTOR_BC__STREAMS": "4", "NAVI_ACTOR_BC__SEQUENCE_LENGTH": "16",
+         "--warm-start-steps", str(WARM_STEPS)],
+        env={**os.environ, **TINY, "NAVI_ACTOR_WARM_START__EPOCHS": "100", "NAVI_ACTOR_BC__STREAMS": "4",
+             "NAVI_ACTOR_BC__SEQUENCE_LENGTH": "16",
              "NAVI_ACTOR_BC__LEARNING_RATE": "3e-3", "NAVI_ACTOR_PPO__REFERENCE_KL_COEF": "0.1"},
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
