@@ -61,6 +61,7 @@ from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, Reacti
 from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_named, split_scenes
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
+from navi_common.cli_options import build_settings
 
 
 def corpus_split(
@@ -105,7 +106,7 @@ def backend_settings(episode_steps: int | None) -> Any:
     from navi_environment.config import EnvironmentSettings
 
     overrides: dict[str, Any] = {"episode": {"max_steps": episode_steps}} if episode_steps else {}
-    return EnvironmentSettings(**overrides)
+    return build_settings(EnvironmentSettings, **overrides)  # a bad NAVI_ENV_* value: one line
 
 
 def say(line: str) -> None:
@@ -141,12 +142,11 @@ def trained_policy(
         "checkpoint": {"auto_resume": False, "auto_promote": False},
         **({"warm_start": warm} if warm else {}),
     }
-    settings = ActorSettings(**values)
-    warm_start = settings.warm_start
+    settings = build_settings(ActorSettings, **values)  # a bad NAVI_ACTOR_* value: one line
     artifacts = Path(tempfile.mkdtemp(prefix="navi-bench-learning-"))
     train_env = backend(train_scenes, settings.rollout.num_actors, None)  # episode.max_steps as trained
     start, facts = None, None
-    if warm_start.steps:  # the planner flies the training backend: never a held-out scene
+    if settings.warm_start.steps:  # the planner flies the training backend: never a held-out scene
         result = run_warm_start(settings, train_env, artifacts / "warm_start", seed=seed, note=say)
         start, facts = result.checkpoint, result.facts
         settings = settings_after_warm_start(settings, start, facts["seconds"], say)

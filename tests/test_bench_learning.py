@@ -175,6 +175,26 @@ def test_a_paths_folder_that_cannot_be_made_stops_the_bench_before_training(
     assert "training" not in result.stderr.lower()
 
 
+@pytest.mark.parametrize(
+    ("variable", "field"),
+    [
+        ("NAVI_ACTOR_WARM_START__EPOCHS", "warm_start.epochs"),
+        ("NAVI_ENV_EPISODE__MAX_STEPS", "episode.max_steps"),
+    ],
+)
+def test_a_bad_setting_in_the_environment_is_one_line(corpus: Path, variable: str, field: str) -> None:
+    """The bench reads the trainer's and the environment's settings from NAVI_*: a bad value names the
+    field in one line, before anything trains (no pydantic traceback)."""
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), *ARGS, "--corpus", str(corpus), "--steps", "64",
+         "--warm-start-steps", "64"],
+        env={**os.environ, **TINY, variable: "abc"}, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"Error: invalid settings: {field}: ")
+    assert "warm start:" not in result.stderr
+
+
 WARM_STEPS = 256  # 64 per drone (rollout.num_actors = 4)
 
 
