@@ -87,11 +87,12 @@ class PPOConfig(SettingsGroup):
         "initial policy. Needs reference_kl_coef > 0.",
     )  # fmt: skip
     final_log_std_max: float | None = Field(
-        default=-1.6,
+        default=-1.0,
         description="Upper bound of the global action log-std at the end of the budget, lowered "
-        "linearly from policy.log_std_max (the LR schedule's share): late training then acts close "
-        "to the mean action, so the mean is what PPO optimises (-1.6: std 0.2 at the end). null: no "
-        "schedule (needed with policy.log_std_mode=state).",
+        "linearly from policy.log_std_max (the LR schedule's share): late training then acts closer "
+        "to the mean action that is deployed (-1.0: std 0.37 at the end; measured against -1.6 and "
+        "-2.3 in docs/experiments/2026-11-std-ceiling-end.md). null: no schedule (needed with "
+        "policy.log_std_mode=state).",
     )
     chunk_coef: float = Field(
         default=0.5,
