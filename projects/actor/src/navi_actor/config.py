@@ -173,7 +173,10 @@ class TrainConfig(SettingsGroup):
     """Run-level knobs."""
 
     total_steps: int | None = Field(
-        default=None, gt=0, description="Environment steps (all drones) to train for; null = until Ctrl+C."
+        default=None,
+        gt=0,
+        description="Environment steps (all drones) to train for, rounded up to whole rollouts "
+        "(rollout.rollout_length x drones); null = until Ctrl+C.",
     )
     max_minutes: float | None = Field(
         default=None, gt=0.0, description="Stop after this much wall-clock training time; null = no limit."

@@ -207,3 +207,21 @@ def test_a_policy_reading_its_previous_action_trains_the_projection_and_resumes(
     assert torch.count_nonzero(loaded.model["action_projection.weight"]) > 0  # PPO trained it
     resumed = runner(config, tmp_path).run_training()  # auto-resume: the projection comes back
     assert load_checkpoint(resumed.final_checkpoint).step_id == 128
+
+
+def test_total_steps_short_of_a_whole_rollout_says_how_many_it_trains(tmp_path: Path) -> None:
+    def trained(total_steps: int, artifacts: Path) -> tuple[int, list[str]]:
+        notes: list[str] = []
+        config = settings(train={"total_steps": total_steps})  # rollouts: 16 steps x 2 drones = 32
+        built = build_environment(config.environment, 2, config.train.device)
+        summary = OnPolicyRunner(config, built, artifacts_dir=artifacts, progress=notes.append).run_training()
+        return summary.steps_this_run, notes
+
+    steps, notes = trained(40, tmp_path / "a")
+    assert steps == 64
+    assert (
+        "--total-steps 40 is not a whole number of rollouts (16 steps x 2 drones = 32): "
+        "training stops after 64 steps"
+    ) in notes
+    steps, notes = trained(64, tmp_path / "b")
+    assert steps == 64 and not any("whole number of rollouts" in note for note in notes)

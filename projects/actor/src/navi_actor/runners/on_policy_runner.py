@@ -156,6 +156,7 @@ class OnPolicyRunner:
             )
             self._note(f"run {self.run.run_id}: {self.state.start_description}")
             self._note(f"run folder {self.run.path} (logs/events.jsonl holds the structured log)")
+            self._note_whole_rollouts()
             try:
                 return self._train()
             finally:
@@ -165,6 +166,20 @@ class OnPolicyRunner:
     def close(self) -> None:
         """Release what the rollout source started (Ray: the workers it owns)."""
         self.source.close()
+
+    def _note_whole_rollouts(self) -> None:
+        """Say so when ``--total-steps`` is not a whole number of rollouts: PPO learns from whole
+        rollouts only, so the run trains up to the next multiple, and a person asking for 64 steps
+        should not be surprised by "finished: 512 steps"."""
+        total, per_rollout = self.settings.train.total_steps, self.steps_per_rollout
+        if total is None or total % per_rollout == 0:
+            return
+        rollout = self.settings.rollout
+        self._note(
+            f"--total-steps {total:,} is not a whole number of rollouts ({rollout.rollout_length} steps x "
+            f"{self.source.columns} drones = {per_rollout:,}): training stops after "
+            f"{math.ceil(total / per_rollout) * per_rollout:,} steps"
+        )
 
     def _note(self, text: str) -> None:
         if self.progress is not None:
