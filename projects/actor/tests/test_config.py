@@ -54,3 +54,19 @@ def test_a_visit_reading_policy_refuses_ray(dotenv: Path) -> None:
     dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_PREDICTION=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
     with pytest.raises(ValueError, match=r"visit_prediction is not supported with train\.backend=ray"):
         ActorSettings()
+
+
+def test_null_from_the_environment_or_dotenv_is_none(dotenv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The refusal of a state std under the falling ceiling says "set ppo.final_log_std_max=null":
+    # that has to work where users set things, not only as a Python None.
+    dotenv.write_text("NAVI_ACTOR_POLICY__LOG_STD_MODE=state\nNAVI_ACTOR_PPO__FINAL_LOG_STD_MAX=null\n")
+    settings = ActorSettings()
+    assert settings.ppo.final_log_std_max is None
+    assert settings.policy.log_std_mode == "state"
+    dotenv.write_text("")
+    monkeypatch.setenv("NAVI_ACTOR_PPO__FINAL_LOG_STD_MAX", "null")
+    monkeypatch.setenv("NAVI_ACTOR_TRAIN__TOTAL_STEPS", "null")
+    settings = ActorSettings()
+    assert settings.ppo.final_log_std_max is None and settings.train.total_steps is None
+    monkeypatch.setenv("NAVI_ACTOR_PPO__FINAL_LOG_STD_MAX", "-0.5")
+    assert ActorSettings().ppo.final_log_std_max == -0.5
