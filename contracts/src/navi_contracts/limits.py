@@ -25,9 +25,7 @@ class RootEnvSettings(BaseSettings):
         env_file=None,  # set per instance in __init__ so the root is resolved lazily
         env_file_encoding="utf-8",
         env_nested_delimiter="__",
-        # Fields documented as "null: ..." (no schedule, no limit) are set to None from the
-        # environment or .env the same way: NAVI_ACTOR_PPO__FINAL_LOG_STD_MAX=null.
-        env_parse_none_str="null",
+        env_parse_none_str="null",  # NAVI_ACTOR_PPO__FINAL_LOG_STD_MAX=null sets None
         extra="forbid",
         # One .env serves every package: read only the keys under this class's prefix, so another
         # package's keys are not "extra" here, while a typo under our own prefix still fails.
