@@ -91,8 +91,8 @@ class PPOConfig(SettingsGroup):
         description="Upper bound of the global action log-std at the end of the budget, lowered "
         "linearly from policy.log_std_max (the LR schedule's share): late training then acts closer "
         "to the mean action that is deployed (-1.0: std 0.37 at the end; measured against -1.6 and "
-        "-2.3 in docs/experiments/2026-11-std-ceiling-end.md). null: no schedule (needed with "
-        "policy.log_std_mode=state).",
+        "-2.3 in docs/experiments/2026-11-std-ceiling-end.md); with policy.log_std_mode=state it bounds "
+        "every state (the state gate only lowers the global std). null: no schedule.",
     )
     chunk_coef: float = Field(
         default=0.5,
@@ -262,12 +262,10 @@ class ActorSettings(NaviSettings):
             )
         if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
             raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")
-        if ppo.final_log_std_max is not None and (
-            policy.log_std_mode != "global" or not policy.log_std_min <= ppo.final_log_std_max
-        ):
+        if ppo.final_log_std_max is not None and not policy.log_std_min <= ppo.final_log_std_max:
             raise ValueError(
-                "ppo.final_log_std_max schedules the global log-std: it needs policy.log_std_mode=global "
-                "and a value >= policy.log_std_min (set ppo.final_log_std_max=null for log_std_mode=state)"
+                "ppo.final_log_std_max must be >= policy.log_std_min (or null: no schedule), got "
+                f"{ppo.final_log_std_max} < {policy.log_std_min}"
             )
         return self
 

@@ -61,8 +61,9 @@ class PolicyConfig(BaseModel):
     log_std_max: float = Field(default=-0.5, description="Upper clamp of the action log-std.")
     log_std_mode: Literal["global", "state"] = Field(
         default="global",
-        description="Action log-std: one learned vector for every state (global), or linear in the "
-        "core features starting at that vector (state).",
+        description="Action log-std: one learned vector for every state (global), or that vector "
+        "lowered per state by a learned gate on the core features, std = global std x sigmoid(linear) "
+        "(state; starts at 0.95 of the global std).",
     )
     action_chunk: int = Field(
         default=1,

@@ -1,10 +1,16 @@
 """Actor and critic heads on the core features.
 
 The Gaussian actor's log-std is by default a state-independent learnable vector (clamped to a sane
-range), so exploration noise is a slowly learned global quantity. ``log_std_mode="state"`` computes
-it from the features instead (a linear map starting at zero weights, i.e. at the global value), so a
-policy can be sure where it knows what to do and noisy where it does not: then the noise is not the
-only thing that makes it explore, and its mean action (how it is deployed) carries the behaviour.
+range), so exploration noise is a slowly learned global quantity. ``log_std_mode="state"`` lowers it
+per state: ``std = global std x sigmoid(z)``, ``z`` linear in the features (zero weights, bias
+``STATE_STD_GATE_BIAS``: every state starts at 0.95 of the global std), so a policy can be sure where
+it knows what to do and noisy where it does not: then the noise is not the only thing that makes it
+explore, and its mean action (how it is deployed) carries the behaviour. The gate can only lower the
+global std, so PPO's falling ceiling (``ppo.final_log_std_max``, on the global value) bounds every
+state; and ``log sigmoid`` has a gradient everywhere. (Until 2026-11-30 the state part was added to
+the global value and the sum hard-clamped to ``log_std_max``: the entropy bonus pushed every state
+over the clamp, where the gradient is zero, and the std stayed at the clamp in every state of a
+measured run: the mode did nothing.)
 Sampled actions are *raw*: the Gaussian sample ``u`` is what rollouts store and what PPO re-scores,
 and :func:`physics_action` is the one map from ``u`` to the physics action in [-1, 1] for the policy's
 ``action_squash`` mode (every call site that executes an action goes through it):
@@ -49,6 +55,9 @@ _LOG_2 = math.log(2.0)
 #: in the saturation that PPO's samples later all execute the same action.
 BC_TANH_EPS = 0.01
 ACTION_SQUASHES: tuple[str, ...] = ("clip", "tanh")
+#: Initial logit of the state std gate (``log_std_mode="state"``): sigmoid(3) = 0.95, so a fresh
+#: policy's noise is within 5 % of the global std, with the gate's gradient not yet vanishing.
+STATE_STD_GATE_BIAS = 3.0
 
 
 def _check_squash(squash: str) -> None:
@@ -137,7 +146,8 @@ def action_entropy(
 
 
 class GaussianActorHead(nn.Module):
-    """Linear mean and a clamped log-std: a global learnable vector, or linear in the features."""
+    """Linear mean and a clamped log-std: a global learnable vector, optionally lowered per state by
+    a learned gate (``state_dependent_std``)."""
 
     def __init__(
         self,
@@ -164,10 +174,11 @@ class GaussianActorHead(nn.Module):
         self.log_std_range = log_std_range
         self.log_std_layer: nn.Linear | None = None
         if state_dependent_std:
-            # zero weights: every state starts at the global value ``log_std_param``
-            self.log_std_layer = nn.Linear(features, action_dim)
+            # the gate's logit: zero weights, so every state starts at 0.95 of the global std;
+            # skip_init draws no random numbers, so the rest of the policy starts as in global mode
+            self.log_std_layer = torch.nn.utils.skip_init(nn.Linear, features, action_dim)
             nn.init.zeros_(self.log_std_layer.weight)
-            nn.init.zeros_(self.log_std_layer.bias)
+            nn.init.constant_(self.log_std_layer.bias, STATE_STD_GATE_BIAS)
         self.action_dim = action_dim
         self.chunk: nn.Linear | None = None
         if chunk_mode not in ("absolute", "relative", "smooth"):
@@ -210,9 +221,11 @@ class GaussianActorHead(nn.Module):
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Map features ``[..., F]`` to mean ``[..., A]`` and log-std ``[..., A]``."""
         mean = self.mean(features)
+        log_std = self.log_std_param.clamp(*self.log_std_range).expand_as(mean)
         if self.log_std_layer is None:
-            return mean, self.log_std_param.clamp(*self.log_std_range).expand_as(mean)
-        return mean, (self.log_std_param + self.log_std_layer(features)).clamp(*self.log_std_range)
+            return mean, log_std
+        gate = nn.functional.logsigmoid(self.log_std_layer(features))  # log of a factor in (0, 1)
+        return mean, (log_std + gate).clamp(min=self.log_std_range[0])
 
 
 class ValueHead(nn.Module):
