@@ -130,6 +130,10 @@ def test_freeze_log_std_sets_and_excludes_it_from_gradients() -> None:
     freeze_log_std(policy, -1.25)
     assert not policy.actor.log_std_param.requires_grad
     assert torch.equal(policy.actor.log_std_param, torch.full((4,), -1.25))
+    gated = NaviPolicy(TINY.model_copy(update={"log_std_mode": "state"}))
+    freeze_log_std(gated, None)  # the state gate is part of the std: cloning leaves it alone too
+    assert gated.actor.log_std_layer is not None
+    assert not any(p.requires_grad for p in gated.actor.log_std_layer.parameters())
 
 
 def test_cli_continues_a_parent_then_promote_and_rl_training_resume(

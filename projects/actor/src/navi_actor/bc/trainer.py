@@ -53,12 +53,15 @@ class BCHistory:
 
 
 def freeze_log_std(policy: NaviPolicy, value: float | None) -> None:
-    """Fix the actor's log-std (optionally to ``value``) and exclude it from gradients."""
+    """Fix the actor's log-std (optionally its global value to ``value``) and exclude it, with the
+    state gate of ``log_std_mode=state``, from gradients (cloning fits the mean only)."""
     parameter = policy.actor.log_std_param
     if value is not None:
         with torch.no_grad():
             parameter.fill_(value)
     parameter.requires_grad_(False)
+    if policy.actor.log_std_layer is not None:
+        policy.actor.log_std_layer.requires_grad_(False)
 
 
 def _windows(  # type: ignore[no-untyped-def]
