@@ -32,6 +32,12 @@ class RolloutConfig(SettingsGroup):
     sequence_length: int = Field(
         default=32, gt=0, description="BPTT chunk length L; must divide rollout_length."
     )
+    noise_correlation: float = Field(
+        default=0.0, ge=0.0, lt=1.0,
+        description="AR(1) coefficient of each drone's action noise during PPO rollouts: a deviation "
+        "from the mean lasts 1 / (1 - rho) ticks, each tick still a sample of the policy's Gaussian "
+        "(navi_actor.models.correlated_noise); 0: white noise.",
+    )  # fmt: skip
     gamma: float = Field(default=0.99, ge=0.0, le=1.0, description="Discount factor.")
     gae_lambda: float = Field(default=0.95, ge=0.0, le=1.0, description="GAE lambda.")
     gamma_final: float | None = Field(

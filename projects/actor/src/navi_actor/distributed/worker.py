@@ -124,6 +124,7 @@ class RolloutWorker:
             seed=seed,
             open_loop_fraction=fraction,
             memory=self.shaping.memory,
+            noise_correlation=rollout.noise_correlation,
         )
 
     def _load(self, bundle: WeightsBundle) -> None:

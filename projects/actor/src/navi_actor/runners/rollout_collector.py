@@ -19,6 +19,7 @@ from navi_actor.envs.protocol import VectorEnv, VectorStep
 from navi_actor.memory.episodic import EpisodicMemory
 from navi_actor.memory.visits import VisitMemory
 from navi_actor.models import ActOutput, NaviPolicy
+from navi_actor.models.correlated_noise import CorrelatedNoise
 from navi_actor.models.open_loop import OpenLoopSchedule
 from navi_actor.storage.rollout_storage import RolloutStorage
 
@@ -65,6 +66,8 @@ class RolloutCollector:
             :mod:`navi_actor.models.open_loop`); 0: always a fresh action.
         memory: the drones' episodic memory for a policy with ``memory_input`` (pass the shaper's,
             so the loop penalty and the policy read one memory; None: the policy's own new one).
+        noise_correlation: ``rollout.noise_correlation``, the AR(1) coefficient of each drone's
+            action noise (:mod:`navi_actor.models.correlated_noise`); 0: white noise.
 
     A policy with ``visit_input`` reads the drones' visit memory, kept here and fed their poses
     (``env.poses()``) before every step; one with ``visit_prediction`` does not read it, but its
@@ -82,8 +85,14 @@ class RolloutCollector:
         on_step: Callable[[torch.Tensor], None] | None = None,
         open_loop_fraction: float = 0.0,
         memory: EpisodicMemory | None = None,
+        noise_correlation: float = 0.0,
     ) -> None:
         self.env, self.policy, self.storage, self.shaping = env, policy, storage, shaping
+        self.noise: CorrelatedNoise | None = None
+        if noise_correlation > 0.0:
+            self.noise = CorrelatedNoise(
+                env.num_actors, policy.cfg.action_dim, noise_correlation, policy.cfg.action_squash, storage.device
+            )
         self.open_loop: OpenLoopSchedule | None = None
         if open_loop_fraction > 0.0:
             self.open_loop = OpenLoopSchedule(
@@ -132,6 +141,15 @@ class RolloutCollector:
                     self.obs, self.state, self.episode_start, memory=self.memory,
                     visit_features=self._visit_features(write=True),
                 )  # fmt: skip
+                if self.noise is not None:
+                    assert acted.action_log_std is not None
+                    noisy, noisy_log_prob = self.noise.step(
+                        self.episode_start, acted.action, acted.action_mean, acted.action_log_std
+                    )
+                    acted = replace(
+                        acted, action=noisy, log_prob=noisy_log_prob,
+                        state=self.policy.with_executed_action(acted.state, noisy),
+                    )  # fmt: skip
                 action, log_prob, lag = acted.action, acted.log_prob, None
                 if self.open_loop is not None:
                     assert acted.action_chunk is not None and acted.action_log_std is not None

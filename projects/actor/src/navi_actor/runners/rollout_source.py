@@ -107,6 +107,7 @@ class LocalRollouts:
             on_step=self._on_step,
             open_loop_fraction=runner.settings.ppo.open_loop_fraction if chunked else 0.0,
             memory=runner.shaping.memory,
+            noise_correlation=runner.settings.rollout.noise_correlation,
         )
 
     def _on_step(self, obs: torch.Tensor) -> None:
