@@ -137,3 +137,29 @@ def test_a_memory_reading_policy_shares_the_shapers_memory_and_learns_from_the_s
         loop_scores=storage.loop_scores,
     )  # fmt: skip
     torch.testing.assert_close(replay.log_prob, storage.log_probs, atol=1e-4, rtol=1e-4)
+
+
+def test_correlated_noise_reaches_the_stored_actions_and_their_log_probs_replay() -> None:
+    """rollout.noise_correlation: consecutive stored actions share their noise, and the learner's
+    replay of the stored actions gives the acting log-probs (PPO's first ratio is 1)."""
+    torch.manual_seed(0)
+    env = PointGoalEnv(64, azimuth=16, elevation=8, max_steps=1000)
+    _, policy, _, _ = make()
+    lag1 = {}
+    for correlation in (0.0, 0.9):
+        storage = RolloutStorage(
+            16, 64, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size,
+            sequence_length=8,
+        )  # fmt: skip
+        RolloutCollector(env, policy, storage, seed=0, noise_correlation=correlation).collect(0.99, 0.95)
+        with torch.no_grad():
+            replay = policy.evaluate_sequences(
+                storage.obs, storage.actions, storage.sequence_states[0], storage.episode_starts
+            )
+            std = policy.actor.log_std_param.clamp(*policy.actor.log_std_range).exp()  # global mode
+        torch.testing.assert_close(replay.log_prob, storage.log_probs, atol=1e-4, rtol=1e-4)
+        eps = (storage.actions - replay.action_mean) / std
+        same_episode = ~storage.episode_starts[1:].bool()
+        lag1[correlation] = float((eps[1:] * eps[:-1])[same_episode].mean())
+    assert abs(lag1[0.0]) < 0.1
+    assert lag1[0.9] > 0.75

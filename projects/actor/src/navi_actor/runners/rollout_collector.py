@@ -90,8 +90,9 @@ class RolloutCollector:
         self.env, self.policy, self.storage, self.shaping = env, policy, storage, shaping
         self.noise: CorrelatedNoise | None = None
         if noise_correlation > 0.0:
+            cfg = policy.cfg
             self.noise = CorrelatedNoise(
-                env.num_actors, policy.cfg.action_dim, noise_correlation, policy.cfg.action_squash, storage.device
+                env.num_actors, cfg.action_dim, noise_correlation, cfg.action_squash, storage.device
             )
         self.open_loop: OpenLoopSchedule | None = None
         if open_loop_fraction > 0.0:
