@@ -67,7 +67,8 @@ class RolloutCollector:
         memory: the drones' episodic memory for a policy with ``memory_input`` (pass the shaper's,
             so the loop penalty and the policy read one memory; None: the policy's own new one).
         noise_correlation: ``rollout.noise_correlation``, the AR(1) coefficient of each drone's
-            action noise (:mod:`navi_actor.models.correlated_noise`); 0: white noise.
+            action noise (:mod:`navi_actor.models.correlated_noise`); 0: white noise. A tick that
+            executes an open-loop chunk entry instead draws that entry's own white noise.
 
     A policy with ``visit_input`` reads the drones' visit memory, kept here and fed their poses
     (``env.poses()``) before every step; one with ``visit_prediction`` does not read it, but its
