@@ -1,8 +1,9 @@
 """The policy on the accelerator against the same weights on the CPU, and acting against learning there.
 
-Default topology (rayvit + mamba2), the GRU core, and the default topology with the recommended
-recipe's std ceiling and a 4-tick chunk head (the real-time brain's), on a small sensor with the
-default widths. TF32 is off (``exact_float32``), so the accelerator must match the CPU to float32 tolerances.
+Default topology (rayvit + mamba2), the GRU core, the default topology with the recommended
+recipe's std ceiling and a 4-tick chunk head (the real-time brain's), with the per-state std gate
+(``log_std_mode=state``) and with the tanh-squashed mean, on a small sensor with the default widths.
+TF32 is off (``exact_float32``), so the accelerator must match the CPU to float32 tolerances.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ CONFIGS: dict[str, dict[str, object]] = {
     "mamba2": {"temporal_core": "mamba2"},
     "gru": {"temporal_core": "gru"},
     "mamba2-chunk4-stdmax": {"temporal_core": "mamba2", "action_chunk": 4, "log_std_max": -0.5},
+    "mamba2-state-std": {"temporal_core": "mamba2", "log_std_mode": "state"},
+    "mamba2-tanh": {"temporal_core": "mamba2", "action_squash": "tanh"},
 }
 
 

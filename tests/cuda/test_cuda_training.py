@@ -144,6 +144,60 @@ def test_train_the_recommended_recipe_on_the_accelerator(
     assert 0.0 <= block["collisions_per_step"]["value"] <= 1.0
 
 
+OPTION_SETS: dict[str, dict[str, str]] = {
+    "noise-and-std": {
+        "NAVI_ACTOR_ROLLOUT__NOISE_CORRELATION": "0.8",
+        "NAVI_ACTOR_POLICY__LOG_STD_MODE": "state",
+        "NAVI_ACTOR_PPO__REFERENCE_KL_COEF": "0.1",
+        "NAVI_ACTOR_PPO__REFERENCE_REFRESH_UPDATES": "1",
+    },
+    "inputs-and-visit-head": {
+        "NAVI_ACTOR_POLICY__PREVIOUS_ACTION_INPUT": "true",
+        "NAVI_ACTOR_POLICY__VISIT_INPUT": "true",
+        "NAVI_ACTOR_POLICY__MEMORY_INPUT": "true",
+        "NAVI_ACTOR_POLICY__VISIT_PREDICTION": "true",
+    },
+}
+"""Measured options that are off by default (docs/experiments), each set trained on the accelerator:
+time-correlated action noise, the per-state std gate and a refreshed KL reference; the policy's extra
+inputs (previous action, visits, the episodic memory's score) and the visit-prediction head."""
+
+
+@pytest.mark.parametrize("options", list(OPTION_SETS))
+def test_train_with_the_measured_options_on_the_accelerator(
+    tmp_path: Path, tiny_scene: Path, accel_device: str, options: str
+) -> None:
+    """Each set trains on the accelerator with finite losses, and its checkpoint loads on the CPU and
+    evaluates on the accelerator with the same options."""
+    env = OPTION_SETS[options]
+    scene = ["--gmdag-file", str(tiny_scene), "--num-actors", "2", "--torch-threads", "2"]
+    trained = invoke(tmp_path, "train", *scene, "--device", accel_device, "--total-steps", "128",
+                     "--rollout-length", "32", "--no-telemetry", extra_env=env)  # fmt: skip
+    assert "finished: 128 steps" in trained.output
+    (run,) = list((tmp_path / "runs").iterdir())
+    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    losses = {k: v for k, v in last.items() if k.startswith("losses/") and isinstance(v, float)}
+    assert losses and all(np.isfinite(v) for v in losses.values()), losses
+    if "NAVI_ACTOR_POLICY__VISIT_PREDICTION" in env:
+        assert "losses/visit_prediction_loss" in losses, sorted(losses)
+    if "NAVI_ACTOR_PPO__REFERENCE_KL_COEF" in env:
+        assert losses["losses/reference_kl"] >= 0.0
+    policy = assert_loads_on_cpu(max(run.glob("checkpoints/step_*.pt")))
+    if "NAVI_ACTOR_POLICY__LOG_STD_MODE" in env:
+        assert policy.cfg.log_std_mode == "state"
+    if "NAVI_ACTOR_POLICY__VISIT_INPUT" in env:
+        assert policy.cfg.visit_input and policy.cfg.memory_input and policy.cfg.previous_action_input
+    result = CliRunner().invoke(
+        main, ["evaluate", str(max(run.glob("checkpoints/step_*.pt"))), *scene, "--device", accel_device,
+               "--episodes-per-scene", "2", "--mode", "both", "--json"],
+        env={**TINY_ENV, **env, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}, catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    blocks = json.loads(result.output.strip().splitlines()[-1])["results"]
+    assert {b["mode"] for b in blocks} == {"mean", "sample"}
+    assert all(b["episodes"] == 2 and np.isfinite(b["return"]["value"]) for b in blocks)
+
+
 def write_recording(path: Path, frames: int, seed: int) -> None:
     """A demonstration file of the recorder's format (random walk depths, a depth-following pilot)."""
     rng = np.random.default_rng(seed)
