@@ -182,18 +182,15 @@ def test_train_with_the_measured_options_on_the_accelerator(
         assert "losses/visit_prediction_loss" in losses, sorted(losses)
     if "NAVI_ACTOR_PPO__REFERENCE_KL_COEF" in env:
         assert losses["losses/reference_kl"] >= 0.0
-    policy = assert_loads_on_cpu(max(run.glob("checkpoints/step_*.pt")))
+    checkpoint = max(run.glob("checkpoints/step_*.pt"))
+    policy = assert_loads_on_cpu(checkpoint)
     if "NAVI_ACTOR_POLICY__LOG_STD_MODE" in env:
         assert policy.cfg.log_std_mode == "state"
     if "NAVI_ACTOR_POLICY__VISIT_INPUT" in env:
         assert policy.cfg.visit_input and policy.cfg.memory_input and policy.cfg.previous_action_input
-    result = CliRunner().invoke(
-        main, ["evaluate", str(max(run.glob("checkpoints/step_*.pt"))), *scene, "--device", accel_device,
-               "--episodes-per-scene", "2", "--mode", "both", "--json"],
-        env={**TINY_ENV, **env, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}, catch_exceptions=False,
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    blocks = json.loads(result.output.strip().splitlines()[-1])["results"]
+    evaluated = invoke(tmp_path, "evaluate", str(checkpoint), *scene, "--device", accel_device,
+                       "--episodes-per-scene", "2", "--mode", "both", "--json", extra_env=env)  # fmt: skip
+    blocks = json.loads(evaluated.output.strip().splitlines()[-1])["results"]
     assert {b["mode"] for b in blocks} == {"mean", "sample"}
     assert all(b["episodes"] == 2 and np.isfinite(b["return"]["value"]) for b in blocks)
 
