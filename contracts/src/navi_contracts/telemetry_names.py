@@ -102,7 +102,7 @@ STATUS_ONLY = frozenset({
     "reference_kl", "auxiliary_loss", "bc_holdout_mse", "bc_baseline_mse", "bc_nll", "bc_mse",
     "tick", "control_hz", "ticks_executed", "fallback_fraction", "accepted_actions", "stale_actions",
     "rejected_actions", "control_periods", "exhausted_periods", "published_actions", "observations",
-    "inferences", "skipped_observations", "chunk_loss", "symmetry_loss",
+    "inferences", "skipped_observations", "chunk_loss", "symmetry_loss", "self_imitation_loss",
 })  # fmt: skip
 """Names the dashboard shows in its status panels (latest value) without a chart of their own."""
 

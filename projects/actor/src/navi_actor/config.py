@@ -113,6 +113,13 @@ class PPOConfig(SettingsGroup):
         "rollout, mirrored back, is a target for the mean action, so turning one way whatever the "
         "drone sees is no longer free (navi_actor.models.mirror); 0: off.",
     )
+    self_imitation_coef: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Weight of self-imitation: the mean action is pulled toward the executed actions "
+        "with positive advantage, weighted by it (navi_actor.algorithms.losses.self_imitation_loss), "
+        "so the deployed mean learns what the sampling noise found; 0: off.",
+    )
     visit_prediction_coef: float = Field(
         default=0.5,
         ge=0.0,

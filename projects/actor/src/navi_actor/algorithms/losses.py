@@ -70,6 +70,29 @@ def kl_to_reference(log_probs: torch.Tensor, reference_log_probs: torch.Tensor) 
     return (log_ratio.exp() - 1.0 - log_ratio).mean()
 
 
+def self_imitation_loss(
+    action_mean: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor
+) -> torch.Tensor:
+    """Squared error of the mean action to the executed actions that went better than expected.
+
+    Self-imitation inside the rollout: where the sampling noise found something (a positive
+    advantage), the mean action is pulled toward what was executed, with weight the advantage, so
+    the deployed mean learns what only the noise does; actions that went worse are not pushed away
+    from (PPO's own objective does that). Unlike PPO's gradient on the mean, it is not scaled by
+    1/std^2 and not clipped: the weight is ``ppo.self_imitation_coef``.
+
+    Args:
+        action_mean: [N, A] mean actions under the current policy (with gradient).
+        actions: [N, A] sampled actions as recorded; clipped to [-1, 1], as the physics received them.
+        advantages: [N] (normalised) advantages; only their positive part counts.
+
+    Returns:
+        Scalar loss: the advantage-weighted squared error averaged over steps and action components.
+    """
+    weights = advantages.clamp(min=0.0).unsqueeze(-1)
+    return (weights * (action_mean - actions.clamp(-1.0, 1.0)).square()).mean()
+
+
 def chunk_targets(
     targets: torch.Tensor, episode_starts: torch.Tensor, horizon: int
 ) -> tuple[torch.Tensor, torch.Tensor]:

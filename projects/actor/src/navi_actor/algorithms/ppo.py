@@ -20,6 +20,7 @@ from navi_actor.algorithms.losses import (
     clipped_surrogate_loss,
     clipped_value_loss,
     kl_to_reference,
+    self_imitation_loss,
     visit_prediction_loss,
 )
 from navi_actor.algorithms.stage_timer import StageTimer
@@ -66,6 +67,7 @@ METRIC_NAMES = (
 CHUNK_METRIC = "chunk_loss"  #: reported only by policies with a chunk head (policy.action_chunk > 1)
 SYMMETRY_METRIC = "symmetry_loss"  #: reported only with the mirror-symmetry loss (ppo.symmetry_coef > 0)
 VISIT_METRIC = "visit_prediction_loss"  #: reported only with a visit head (policy.visit_prediction)
+SELF_IMITATION_METRIC = "self_imitation_loss"  #: reported only when ppo.self_imitation_coef > 0
 AuxiliaryStep = Callable[[SequenceBatch], torch.Tensor]
 
 
@@ -276,7 +278,8 @@ class PPOLearner:
         on_minibatch: Callable[[], None] | None,
     ) -> dict[str, float]:
         cfg = self.config
-        sums = torch.zeros(len(METRIC_NAMES) + 3, device=storage.device)  # + chunk, symmetry, visit losses
+        extras = (CHUNK_METRIC, SYMMETRY_METRIC, VISIT_METRIC, SELF_IMITATION_METRIC)
+        sums = torch.zeros(len(METRIC_NAMES) + len(extras), device=storage.device)
         batches = storage.sequence_minibatches(cfg.num_minibatches, generator)
         pending = 0
         for _index in range(cfg.num_minibatches):
@@ -302,13 +305,15 @@ class PPOLearner:
             self.all_reduce(sums)
             sums[METRIC_NAMES.index("grad_norm")] = grad_norm
         means = (sums / cfg.num_minibatches).tolist()  # the one host copy of this epoch
-        metrics = dict(zip((*METRIC_NAMES, CHUNK_METRIC, SYMMETRY_METRIC, VISIT_METRIC), means, strict=True))
+        metrics = dict(zip((*METRIC_NAMES, *extras), means, strict=True))
         if self.policy.actor.chunk is None:
             del metrics[CHUNK_METRIC]
         if cfg.symmetry_coef == 0.0:
             del metrics[SYMMETRY_METRIC]
         if self.policy.visit_head is None:
             del metrics[VISIT_METRIC]
+        if cfg.self_imitation_coef == 0.0:
+            del metrics[SELF_IMITATION_METRIC]
         metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
         return metrics
 
@@ -358,8 +363,14 @@ class PPOLearner:
             symmetry_loss = torch.zeros((), device=loss.device)
             if cfg.symmetry_coef > 0.0 and batch.mirror_means is not None:
                 symmetry_loss = (evaluation.action_mean - batch.mirror_means).square().mean()
+            imitation_loss = torch.zeros((), device=loss.device)
+            if cfg.self_imitation_coef > 0.0:
+                imitation_loss = self_imitation_loss(
+                    evaluation.action_mean.flatten(0, -2), batch.actions.flatten(0, -2), advantages
+                )
             if not warming_up:
                 loss = loss + policy_loss - cfg.entropy_coef * entropy + cfg.symmetry_coef * symmetry_loss
+                loss = loss + cfg.self_imitation_coef * imitation_loss
                 loss = loss + self.reference_kl_coef() * reference_kl
         with timer.stage("backward"):
             # A data-parallel rank's loss, weighted by its share of the minibatch, times the ranks
@@ -379,6 +390,7 @@ class PPOLearner:
                 chunk_loss.detach(),
                 symmetry_loss.detach(),
                 visit_loss.detach(),
+                imitation_loss.detach(),
             ]
         )
 
