@@ -150,6 +150,7 @@ OPTION_SETS: dict[str, dict[str, str]] = {
         "NAVI_ACTOR_POLICY__LOG_STD_MODE": "state",
         "NAVI_ACTOR_PPO__REFERENCE_KL_COEF": "0.1",
         "NAVI_ACTOR_PPO__REFERENCE_REFRESH_UPDATES": "1",
+        "NAVI_ACTOR_PPO__SELF_IMITATION_COEF": "2.0",
     },
     "inputs-and-visit-head": {
         "NAVI_ACTOR_POLICY__PREVIOUS_ACTION_INPUT": "true",
@@ -159,8 +160,9 @@ OPTION_SETS: dict[str, dict[str, str]] = {
     },
 }
 """Measured options that are off by default (docs/experiments), each set trained on the accelerator:
-time-correlated action noise, the per-state std gate and a refreshed KL reference; the policy's extra
-inputs (previous action, visits, the episodic memory's score) and the visit-prediction head."""
+time-correlated action noise, the per-state std gate, a refreshed KL reference and self-imitation;
+the policy's extra inputs (previous action, visits, the episodic memory's score) and the
+visit-prediction head."""
 
 
 @pytest.mark.parametrize("options", list(OPTION_SETS))
@@ -182,6 +184,8 @@ def test_train_with_the_measured_options_on_the_accelerator(
         assert "losses/visit_prediction_loss" in losses, sorted(losses)
     if "NAVI_ACTOR_PPO__REFERENCE_KL_COEF" in env:
         assert losses["losses/reference_kl"] >= 0.0
+    if "NAVI_ACTOR_PPO__SELF_IMITATION_COEF" in env:
+        assert losses["losses/self_imitation_loss"] >= 0.0
     checkpoint = max(run.glob("checkpoints/step_*.pt"))
     policy = assert_loads_on_cpu(checkpoint)
     if "NAVI_ACTOR_POLICY__LOG_STD_MODE" in env:
