@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from navi_actor.models.heads import physics_action, raw_action
+
 
 def clipped_surrogate_loss(
     log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor, clip_range: float
@@ -71,7 +73,7 @@ def kl_to_reference(log_probs: torch.Tensor, reference_log_probs: torch.Tensor) 
 
 
 def self_imitation_loss(
-    action_mean: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor
+    action_mean: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor, squash: str = "clip"
 ) -> torch.Tensor:
     """Squared error of the mean action to the executed actions that went better than expected.
 
@@ -82,15 +84,19 @@ def self_imitation_loss(
     1/std^2 and not clipped: the weight is ``ppo.self_imitation_coef``.
 
     Args:
-        action_mean: [N, A] mean actions under the current policy (with gradient).
-        actions: [N, A] sampled actions as recorded; clipped to [-1, 1], as the physics received them.
+        action_mean: [N, A] raw mean actions under the current policy (with gradient).
+        actions: [N, A] raw sampled actions as recorded; the target is the executed (physics) action
+            mapped back to the mean's raw space: clipped to [-1, 1] for ``clip``, ``atanh(tanh(u))``
+            (bounded inside +-1) for ``tanh``.
         advantages: [N] (normalised) advantages; only their positive part counts.
+        squash: the policy's ``action_squash``.
 
     Returns:
         Scalar loss: the advantage-weighted squared error averaged over steps and action components.
     """
+    executed = raw_action(physics_action(actions, squash), squash)
     weights = advantages.clamp(min=0.0).unsqueeze(-1)
-    return (weights * (action_mean - actions.clamp(-1.0, 1.0)).square()).mean()
+    return (weights * (action_mean - executed).square()).mean()
 
 
 def chunk_targets(

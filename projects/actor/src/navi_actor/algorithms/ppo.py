@@ -365,8 +365,13 @@ class PPOLearner:
                 symmetry_loss = (evaluation.action_mean - batch.mirror_means).square().mean()
             imitation_loss = torch.zeros((), device=loss.device)
             if cfg.self_imitation_coef > 0.0:
+                # an open-loop step executed an earlier tick's chunk entry, not this tick's mean: skipped
+                gains = advantages * (batch.lags.reshape(-1) == 0) if lagged else advantages
                 imitation_loss = self_imitation_loss(
-                    evaluation.action_mean.flatten(0, -2), batch.actions.flatten(0, -2), advantages
+                    evaluation.action_mean.flatten(0, -2),
+                    batch.actions.flatten(0, -2),
+                    gains,
+                    self.policy.cfg.action_squash,
                 )
             if not warming_up:
                 loss = loss + policy_loss - cfg.entropy_coef * entropy + cfg.symmetry_coef * symmetry_loss
