@@ -366,7 +366,8 @@ class PPOLearner:
             imitation_loss = torch.zeros((), device=loss.device)
             if cfg.self_imitation_coef > 0.0:
                 # an open-loop step executed an earlier tick's chunk entry, not this tick's mean: skipped
-                gains = advantages * (batch.lags.reshape(-1) == 0) if lagged else advantages
+                fresh = batch.lags.reshape(-1) == 0 if lagged and batch.lags is not None else None
+                gains = advantages if fresh is None else advantages * fresh
                 imitation_loss = self_imitation_loss(
                     evaluation.action_mean.flatten(0, -2),
                     batch.actions.flatten(0, -2),
