@@ -120,6 +120,25 @@ class PPOConfig(SettingsGroup):
         "with positive advantage, weighted by it (navi_actor.algorithms.losses.self_imitation_loss), "
         "so the deployed mean learns what the sampling noise found; 0: off.",
     )
+    dagger_every_steps: int = Field(
+        default=0, ge=0,
+        description="Every N environment steps of PPO the policy flies dagger_steps over the training "
+        "scenes with its MEAN action while the frontier planner labels every step; each minibatch then "
+        "adds dagger_coef x the squared error between the mean action and the planner's label on "
+        "windows of all such flights so far (navi_actor.bc.own_flights); 0: off. Needs the sdfdag "
+        "environment and train.backend=local.",
+    )  # fmt: skip
+    dagger_steps: int = Field(
+        default=8192, gt=0, description="Environment steps (all drones) of each mean-action flight."
+    )
+    dagger_coef: float = Field(
+        default=1.0, ge=0.0, description="Weight of the planner-label loss on the mean-action flights."
+    )
+    dagger_streams: int = Field(
+        default=1, gt=0,
+        description="Windows of the labelled flights per minibatch, each rollout.sequence_length "
+        "frames scored after half as many frames of burn-in.",
+    )  # fmt: skip
     visit_prediction_coef: float = Field(
         default=0.5,
         ge=0.0,
@@ -272,6 +291,11 @@ class ActorSettings(NaviSettings):
             raise ValueError(
                 f"{name} is not supported with train.backend=ray yet (rollout fragments do "
                 "not carry the visit features); train with the local backend"
+            )
+        if ppo.dagger_every_steps and (self.environment.backend != "sdfdag" or self.train.backend != "local"):
+            raise ValueError(
+                "ppo.dagger_every_steps needs the sdfdag environment and train.backend=local (the "
+                "frontier planner labels in-process flights of the real simulator)"
             )
         if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
             raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")

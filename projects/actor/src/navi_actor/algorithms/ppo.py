@@ -68,6 +68,7 @@ CHUNK_METRIC = "chunk_loss"  #: reported only by policies with a chunk head (pol
 SYMMETRY_METRIC = "symmetry_loss"  #: reported only with the mirror-symmetry loss (ppo.symmetry_coef > 0)
 VISIT_METRIC = "visit_prediction_loss"  #: reported only with a visit head (policy.visit_prediction)
 SELF_IMITATION_METRIC = "self_imitation_loss"  #: reported only when ppo.self_imitation_coef > 0
+DAGGER_METRIC = "dagger_loss"  #: reported only once labelled mean-action flights exist (ppo.dagger_*)
 AuxiliaryStep = Callable[[SequenceBatch], torch.Tensor]
 
 
@@ -113,6 +114,9 @@ class PPOLearner:
         self.ranks = 1
         self.all_reduce: AllReduce | None = None
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=config.adam_eps)
+        # The planner-label loss on the policy's own mean-action flights (navi_actor.bc.own_flights),
+        # set by the runner once the first flight is labelled; None: no such term.
+        self.dagger_loss: Callable[[NaviPolicy], torch.Tensor] | None = None
         self.update_index = 0
         self.total_updates: int | None = None
         self._schedule_start = 0
@@ -278,7 +282,7 @@ class PPOLearner:
         on_minibatch: Callable[[], None] | None,
     ) -> dict[str, float]:
         cfg = self.config
-        extras = (CHUNK_METRIC, SYMMETRY_METRIC, VISIT_METRIC, SELF_IMITATION_METRIC)
+        extras = (CHUNK_METRIC, SYMMETRY_METRIC, VISIT_METRIC, SELF_IMITATION_METRIC, DAGGER_METRIC)
         sums = torch.zeros(len(METRIC_NAMES) + len(extras), device=storage.device)
         batches = storage.sequence_minibatches(cfg.num_minibatches, generator)
         pending = 0
@@ -314,6 +318,8 @@ class PPOLearner:
             del metrics[VISIT_METRIC]
         if cfg.self_imitation_coef == 0.0:
             del metrics[SELF_IMITATION_METRIC]
+        if self.dagger_loss is None:
+            del metrics[DAGGER_METRIC]
         metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
         return metrics
 
@@ -374,9 +380,12 @@ class PPOLearner:
                     gains,
                     self.policy.cfg.action_squash,
                 )
+            dagger_loss = torch.zeros((), device=loss.device)
+            if self.dagger_loss is not None and not warming_up:
+                dagger_loss = self.dagger_loss(self.policy)
             if not warming_up:
                 loss = loss + policy_loss - cfg.entropy_coef * entropy + cfg.symmetry_coef * symmetry_loss
-                loss = loss + cfg.self_imitation_coef * imitation_loss
+                loss = loss + cfg.self_imitation_coef * imitation_loss + cfg.dagger_coef * dagger_loss
                 loss = loss + self.reference_kl_coef() * reference_kl
         with timer.stage("backward"):
             # A data-parallel rank's loss, weighted by its share of the minibatch, times the ranks
@@ -397,6 +406,7 @@ class PPOLearner:
                 symmetry_loss.detach(),
                 visit_loss.detach(),
                 imitation_loss.detach(),
+                dagger_loss.detach(),
             ]
         )
 

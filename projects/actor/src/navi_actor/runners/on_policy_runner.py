@@ -12,6 +12,7 @@ in each checkpoint, so a resumed run continues the same curve.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import structlog
 import torch
 
+from navi_actor.bc.own_flights import LabelledFlights
 from navi_actor.checkpoints import (
     Checkpoint,
     checkpoint_path,
@@ -125,6 +127,7 @@ class OnPolicyRunner:
         )
         self._last_checkpoint_step, self._saved_once = self.counters.step_id, False
         self.source.start(self)
+        self.flights, self._next_flight = self._labelled_flights()
 
     @property
     def collector(self) -> Any:
@@ -247,6 +250,7 @@ class OnPolicyRunner:
                 self.source.publish()
                 if self.counters.step_id - self._last_checkpoint_step >= self.settings.checkpoint.every_steps:
                     promoted += self.save_checkpoint()
+                self._fly_labelled(steps)
                 shown = carry_forward(shown, record)  # every update: episodes end between two lines
                 if clock.total() >= next_progress:
                     self._status(progress_line(shown, self._run_progress(steps, clock.total())))
@@ -276,6 +280,52 @@ class OnPolicyRunner:
             "actor.train.finished", run_id=summary.run_id, step_id=summary.step_id, steps=steps, **faults
         )
         return summary
+
+    def _labelled_flights(self) -> tuple[LabelledFlights | None, int]:
+        """The run's labelled mean-action flights (``ppo.dagger_every_steps`` > 0) and the step of
+        the first: the next multiple of the interval after the start step (a resumed run keeps the
+        schedule of the steps it has)."""
+        every = self.settings.ppo.dagger_every_steps
+        if not every or self.collector is None:
+            return None, 0
+        flights = LabelledFlights(
+            self.run.path / "dagger",
+            window=self.settings.rollout.sequence_length,
+            streams=self.settings.ppo.dagger_streams,
+            device=self.storage.device,
+            seed=self.settings.train.seed + self.counters.step_id,
+        )
+        return flights, (self.counters.step_id // every + 1) * every
+
+    def _fly_labelled(self, steps: int) -> None:
+        """Fly and label the mean action when its step has come, then restart the rollouts' drones.
+
+        No flight once less than a quarter of the interval is left of ``train.total_steps``: its
+        labels would teach only the last few updates.
+        """
+        flights, ppo = self.flights, self.settings.ppo
+        if flights is None or self.counters.step_id < self._next_flight:
+            return
+        while self._next_flight <= self.counters.step_id:
+            self._next_flight += ppo.dagger_every_steps
+        total = self.settings.train.total_steps
+        if total is not None and total - steps < ppo.dagger_every_steps // 4:
+            return
+        started, seed = time.monotonic(), self.settings.train.seed + self.counters.step_id
+        self._status(f"DAgger round {flights.rounds + 1}: the mean action flies, the planner labels ...")
+        recording = flights.fly(self.source.env, self.policy, ppo.dagger_steps, seed=seed)  # type: ignore[attr-defined]
+        self.collector.restart(seed)
+        self.learner.dagger_loss = flights.loss
+        seconds = time.monotonic() - started
+        frames = len(flights.data) if flights.data is not None else 0
+        log.info(
+            "actor.train.dagger_round", round=flights.rounds, step_id=self.counters.step_id,
+            steps=recording.steps, frames=frames, seconds=round(seconds, 1),
+        )  # fmt: skip
+        self._note(
+            f"DAgger round {flights.rounds} at step {self.counters.step_id:,}: the mean action flew "
+            f"{recording.steps:,} steps labelled by the planner in {seconds:.0f} s ({frames:,} frames so far)"
+        )
 
     def _run_progress(self, steps: int, seconds: float) -> RunProgress:
         return RunProgress(

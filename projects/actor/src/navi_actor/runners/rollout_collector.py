@@ -118,6 +118,20 @@ class RolloutCollector:
         self._running_length = torch.zeros(B, device=device)
         self._scene_index: torch.Tensor | None = None  # [B] last scene per drone, read once per rollout
 
+    def restart(self, seed: int) -> None:
+        """Reset the environment and start every drone's episode afresh (state, memories, returns).
+
+        Why: something else stepped the environment between two rollouts (the labelled mean-action
+        flights of ``ppo.dagger_every_steps``); the episodes in progress are dropped uncounted, as
+        the rollout already bootstrapped their values.
+        """
+        device, drones = self.storage.device, self.env.num_actors
+        self.obs = self.env.reset(seed).to(device).clone()
+        self.state = self.policy.initial_state(drones, device)
+        self.episode_start = torch.ones(drones, dtype=torch.bool, device=device)
+        for running in (self._running_return, self._running_shaped, self._running_length):
+            running.zero_()
+
     @torch.no_grad()
     def collect(self, gamma: float, gae_lambda: float) -> RolloutStats:
         """Fill the storage with one rollout and compute its advantages.

@@ -1,0 +1,91 @@
+"""DAgger during PPO: the policy's own mean-action flights, labelled by the frontier planner.
+
+Why: the deployed policy acts with its mean action, and the mean action of a PPO policy circles its
+first room where the sampled policy's noise carries it through the doorways
+(docs/experiments/2026-12-self-imitation.md). Every loss on the rollout teaches the mean in the
+states the NOISY policy visits; the states the mean reaches by itself (its orbit) are seen only
+through the noise around them. Here the policy flies those states: every ``ppo.dagger_every_steps``
+it flies ``ppo.dagger_steps`` over the training scenes with its mean action while the frontier planner
+maps the same observations from the same poses (:func:`~navi_actor.bc.frontier_recording.record_frontier`
+with a pilot), and the planner's action at every step becomes that frame's label. PPO's minibatches
+then add the squared error between the mean action and those labels on windows of all flights so far
+(DAgger's aggregated data set), weighted by ``ppo.dagger_coef``.
+
+The flights are demonstration files under ``<run>/dagger/`` (``ppo<k>-r<round>-d<drone>-<scene>.npz``,
+metadata ``labels: "frontier_on_pilot_flight"``), so ``navi-auditor demo-info`` reads them. A resumed
+run starts a new folder: the term restarts with the resumed run's first flight.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from navi_actor.bc.dataset import DemoData, find_demonstration_files, load_demonstrations
+from navi_actor.bc.frontier_recording import Recording, record_frontier
+from navi_actor.bc.visit_features import demo_visit_features
+from navi_actor.models import NaviPolicy, raw_action
+
+
+class LabelledFlights:
+    """The labelled mean-action flights of one run and the loss on random windows of them.
+
+    Args:
+        folder: where the flights' files go (created).
+        window: frames scored per window (``rollout.sequence_length``); each window starts
+            ``window // 2`` frames earlier with a fresh recurrent state (burn-in, not scored), so the
+            scored frames see the history a flying policy would have had.
+        streams: windows per loss (``ppo.dagger_streams``).
+        device: where the windows are evaluated.
+        seed: seeds the window draws (its own generator: PPO's minibatch shuffle is not disturbed).
+    """
+
+    def __init__(self, folder: Path, *, window: int, streams: int, device: torch.device, seed: int) -> None:
+        self.folder, self.window, self.burn_in = folder, window, window // 2
+        self.streams, self.device = streams, device
+        self.generator = torch.Generator().manual_seed(seed)
+        self.data: DemoData | None = None
+        self._visits: torch.Tensor | None = None
+        self.rounds = 0
+
+    def fly(self, env: Any, policy: NaviPolicy, steps: int, *, seed: int) -> Recording:
+        """The policy flies ``steps`` over every scene of ``env`` with its mean action while the planner
+        labels; the aggregated flights are reloaded. ``env`` is reset: its trainer restarts its drones.
+        """
+        self.rounds += 1
+        policy.eval()
+        prefix = f"ppo{self.rounds}"
+        recording = record_frontier(env, steps, self.folder, seed=seed, pilot=policy, prefix=prefix)
+        self.data = load_demonstrations(find_demonstration_files(self.folder))
+        keeps = policy.keeps_visit_features
+        self._visits = demo_visit_features(self.data, policy.cfg.visits) if keeps else None
+        return recording
+
+    def loss(self, policy: NaviPolicy) -> torch.Tensor:
+        """Mean squared error between the raw mean action and the planner's label (in the policy's raw
+        action space, as behaviour cloning fits it) on ``streams`` random windows; 0 before any flight.
+
+        A window may cross an episode or file boundary: the recorded episode starts reset the
+        recurrent state there, and the first frame of every window starts from a fresh state.
+        """
+        data = self.data
+        if data is None:
+            return torch.zeros((), device=self.device)
+        length = min(self.window + self.burn_in, len(data))
+        first = torch.randint(0, len(data) - length + 1, (self.streams,), generator=self.generator)
+        index = torch.arange(length)[:, None] + first[None, :]  # [L, S]
+        resets = data.episode_starts[index].clone()
+        resets[0] = True
+        targets = raw_action(data.actions[index].to(self.device), policy.action_squash)
+        out = policy.evaluate_sequences(
+            data.observations[index].to(self.device, torch.float32),
+            targets,
+            policy.initial_state(self.streams, self.device),
+            resets.to(self.device),
+            loop_scores=torch.zeros(resets.shape, device=self.device),  # as cloning: memory is PPO's
+            visit_features=None if self._visits is None else self._visits[index].to(self.device),
+        )
+        scored = slice(length - min(self.window, length), length)
+        return (out.action_mean[scored] - targets[scored]).square().mean()
