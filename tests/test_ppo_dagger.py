@@ -25,9 +25,9 @@ def scenes(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     folder = tmp_path_factory.mktemp("scenes")
     paths = []
     for seed in (0, 1):
-        asset = compile_source(f"procedural:hall:seed={seed}", CompileSettings(), resolution=32).asset
-        write_gmdag(asset, folder / f"hall_{seed:03d}.gmdag")
-        paths.append(folder / f"hall_{seed:03d}.gmdag")
+        asset = compile_source(f"procedural:maze:seed={seed}", CompileSettings(), resolution=32).asset
+        write_gmdag(asset, folder / f"maze_{seed:03d}.gmdag")
+        paths.append(folder / f"maze_{seed:03d}.gmdag")
     return paths
 
 
@@ -57,11 +57,21 @@ def _env(scenes: list[Path], max_steps: int = 12) -> Any:
 
 
 def test_the_label_loss_fits_the_mean_action_to_the_planners_labels_on_its_own_flights(
-    tmp_path: Path, scenes: list[Path]
+    tmp_path: Path, scenes: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from navi_actor.bc.own_flights import LabelledFlights
+    from navi_actor.bc.own_flights import LABELLER, LabelledFlights
     from navi_actor.bc.trainer import sequence_mse
+    from navi_actor.evaluation import baselines
     from navi_actor.models import NaviPolicy
+
+    labellers: list[dict[str, Any]] = []
+    planner = baselines.FrontierPolicy
+
+    def labeller(settings: Any, drones: int, **options: Any) -> Any:
+        labellers.append(options)
+        return planner(settings, drones, **options)
+
+    monkeypatch.setattr(baselines, "FrontierPolicy", labeller)
 
     torch.manual_seed(0)
     env = _env(scenes)
@@ -73,6 +83,8 @@ def test_the_label_loss_fits_the_mean_action_to_the_planners_labels_on_its_own_f
     assert len(flights.data) == 48 and all(path.name.startswith("ppo1-") for path in recording.files)
     meta = json.loads(str(np.load(recording.files[0])["metadata"]))
     assert meta["labels"] == "frontier_on_pilot_flight"  # the planner labelled the policy's flight
+    # at the drone's height, replanning every step
+    assert labellers == [LABELLER] and LABELLER["follow_height"] and LABELLER["replan_steps"] == 1
     before = sequence_mse(policy, flights.data, 2, 8)
     optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
     for _ in range(60):

@@ -151,3 +151,26 @@ def test_reset_by_mask_or_index_and_idle_when_everything_is_known() -> None:
     assert torch.allclose(planner.maps.origin, torch.stack([jumped[0, :2], position[1, :2]]) - half)
     with pytest.raises(ValueError, match="unknown frontier planner settings"):
         FrontierPlanner(settings, 1, speed=3.0)
+
+
+def test_a_planner_following_the_drones_height_never_asks_it_to_climb_back() -> None:
+    """``follow_height`` (DAgger's labeller): a drone found 0.8 m above the height its map started at
+    is told to descend by the default planner, and to stay at its height by the following one, whose
+    slab moved with it and so keeps mapping free space."""
+    settings = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=128, elevation_bins=32))
+    start = torch.tensor([[0.1, 0.2, 1.5]])
+    higher = torch.tensor([[0.1, 0.2, 2.3]])
+    yaw = torch.tensor([0.0])
+    low_view = box_observation(start[0].double().numpy(), 0.0, 128, 32)
+    high_view = box_observation(higher[0].double().numpy(), 0.0, 128, 32)
+    vertical = {}
+    for follow in (False, True):
+        planner = FrontierPlanner(settings, 1, cell_m=0.5, layers=False, follow_height=follow)
+        planner.act(low_view, start, yaw)
+        planner.maps.grid.fill_(UNKNOWN)  # forget the first view: what is mapped now is mapped from above
+        action = planner.act(high_view, higher, yaw)
+        vertical[follow] = float(action[0, 1])
+        mapped = int((planner.maps.grid == FREE).sum())
+        assert mapped > 50 if follow else mapped == 0  # outside its slab the default maps no free space
+        assert float(planner.maps.z0[0]) == pytest.approx(2.3 if follow else 1.5)
+    assert vertical[False] < -0.1 and vertical[True] == 0.0

@@ -87,7 +87,7 @@ def self_imitation_loss(
         action_mean: [N, A] raw mean actions under the current policy (with gradient).
         actions: [N, A] raw sampled actions as recorded; the target is the executed (physics) action
             mapped back to the mean's raw space: clipped to [-1, 1] for ``clip``, ``atanh(tanh(u))``
-            (bounded inside +-1) for ``tanh``.
+            for ``tanh`` (the tanh clamped just inside +-1, so the target stays finite).
         advantages: [N] (normalised) advantages; only their positive part counts.
         squash: the policy's ``action_squash``.
 

@@ -75,6 +75,7 @@ def record_frontier(
     on_round: Callable[[int, int, list[str]], None] | None = None,
     pilot: Any = None,
     prefix: str = "frontier",
+    planner_options: dict[str, Any] | None = None,
 ) -> Recording:
     """Fly the frontier planner with every drone of ``env`` over all of its scenes, round by round.
 
@@ -96,6 +97,8 @@ def record_frontier(
             planner labels; None: the planner flies.
         prefix: file names ``<prefix>-r<round>-d<drone>-<scene stem>.npz`` (each DAgger round its
             own, so all rounds can share one folder).
+        planner_options: the planner's tunables (``navi_environment.planning.FrontierTunables``),
+            e.g. a labeller that follows the pilot's height; default: the planner as it flies.
 
     Returns:
         The :class:`Recording`.
@@ -123,7 +126,7 @@ def record_frontier(
     for turn, scenes in enumerate(plan):
         if on_round is not None:
             on_round(turn, len(plan), [labels[scene] for scene in sorted(set(scenes))])
-        planner = FrontierPolicy(env.settings, drones)  # fresh maps for the new scenes
+        planner = FrontierPolicy(env.settings, drones, **(planner_options or {}))  # fresh maps
         start_seed = int(rng.integers(2**31))
         frames = _fly_round(env, planner, torch.tensor(scenes), share, start_seed, pilot=pilot)
         for drone, scene in enumerate(scenes):

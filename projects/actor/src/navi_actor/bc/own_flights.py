@@ -6,7 +6,8 @@ first room where the sampled policy's noise carries it through the doorways
 states the NOISY policy visits; the states the mean reaches by itself (its orbit) are seen only
 through the noise around them. Here the policy flies those states: every ``ppo.dagger_every_steps``
 it flies ``ppo.dagger_steps`` over the training scenes with its mean action while the frontier planner
-maps the same observations from the same poses (:func:`~navi_actor.bc.frontier_recording.record_frontier`
+(as :data:`LABELLER`: at the drone's height, replanning every step) maps the same observations from
+the same poses (:func:`~navi_actor.bc.frontier_recording.record_frontier`
 with a pilot), and the planner's action at every step becomes that frame's label. PPO's minibatches
 then add the squared error between the mean action and those labels on windows of all flights so far
 (DAgger's aggregated data set), weighted by ``ppo.dagger_coef``.
@@ -27,6 +28,14 @@ from navi_actor.bc.dataset import DemoData, find_demonstration_files, load_demon
 from navi_actor.bc.frontier_recording import Recording, record_frontier
 from navi_actor.bc.visit_features import demo_visit_features
 from navi_actor.models import NaviPolicy, raw_action
+
+LABELLER = {"follow_height": True, "layers": False, "replan_steps": 1}
+"""The labelling planner's tunables. Why: the planner as it flies holds the height its map started at,
+maps no free space from outside that slab, and follows a path planned up to 5 steps earlier. On the
+PPO policy's own mean-action flights (seeds 1 and 2, 40,960 steps into PPO) 62-86 % of its labels
+had a vertical component of 0.2 or more ("climb back"), mostly with no forward part, and 58 % of the
+others flew backwards (docs/experiments/2026-12-dagger-during-ppo.md). This labeller keeps its slab
+at the drone's height and replans from the drone's pose every step (about 25 % more planner time)."""
 
 
 class LabelledFlights:
@@ -57,7 +66,9 @@ class LabelledFlights:
         self.rounds += 1
         policy.eval()
         prefix = f"ppo{self.rounds}"
-        recording = record_frontier(env, steps, self.folder, seed=seed, pilot=policy, prefix=prefix)
+        recording = record_frontier(
+            env, steps, self.folder, seed=seed, pilot=policy, prefix=prefix, planner_options=LABELLER
+        )
         self.data = load_demonstrations(find_demonstration_files(self.folder))
         keeps = policy.keeps_visit_features
         self._visits = demo_visit_features(self.data, policy.cfg.visits) if keeps else None

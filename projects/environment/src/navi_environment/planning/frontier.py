@@ -132,6 +132,8 @@ class FrontierPlanner:
         position = position.to(self.device, torch.float32)
         yaw = yaw.to(self.device, torch.float32)
         self._start_new_maps(position)
+        if self.tunables.follow_height:
+            self.maps.z0.copy_(position[:, 2])
         self.maps.update(obs, position, yaw)
         self._mark_visited(position)
         carrot = position[:, :2].clone()

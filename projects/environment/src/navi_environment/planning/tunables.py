@@ -46,6 +46,11 @@ class FrontierTunables:
             follower's guard stops the drone short of them).
         layers: once nothing is left at its height, start a new map one visit cell higher or lower
             (where floor and ceiling leave room): coverage counts visit cells in 3D.
+        follow_height: the map's slab follows the drone's height at every step instead of the height
+            its map started at, so the planner never asks to climb or descend back. For labelling
+            another pilot's flight (DAgger): a policy that drifted off the start height was otherwise
+            labelled "climb back" on most steps, and mapped nothing from outside the slab
+            (docs/experiments/2026-12-dagger-during-ppo.md). Use with ``layers=False``.
     """
 
     map_size_m: float = 80.0
@@ -71,3 +76,4 @@ class FrontierTunables:
     sweep: bool = True
     layers: bool = True
     sweep_clearance_m: float = 0.55
+    follow_height: bool = False
