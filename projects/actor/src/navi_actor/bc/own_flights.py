@@ -49,13 +49,17 @@ class LabelledFlights:
         streams: windows per loss (``ppo.dagger_streams``).
         device: where the windows are evaluated.
         seed: seeds the window draws (its own generator: PPO's minibatch shuffle is not disturbed).
+
+    The flights' frames move to ``device`` once per flight (half-precision observations), so a
+    minibatch's windows are gathered there without a host copy.
     """
 
     def __init__(self, folder: Path, *, window: int, streams: int, device: torch.device, seed: int) -> None:
         self.folder, self.window, self.burn_in = folder, window, window // 2
         self.streams, self.device = streams, device
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = torch.Generator(device=device).manual_seed(seed)
         self.data: DemoData | None = None
+        self._frames: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # on ``device``
         self._visits: torch.Tensor | None = None
         self.rounds = 0
 
@@ -69,9 +73,12 @@ class LabelledFlights:
         recording = record_frontier(
             env, steps, self.folder, seed=seed, pilot=policy, prefix=prefix, planner_options=LABELLER
         )
-        self.data = load_demonstrations(find_demonstration_files(self.folder))
+        self.data = data = load_demonstrations(find_demonstration_files(self.folder))
+        self._frames = tuple(
+            t.to(self.device) for t in (data.observations, data.actions, data.episode_starts)
+        )  # type: ignore[assignment]
         keeps = policy.keeps_visit_features
-        self._visits = demo_visit_features(self.data, policy.cfg.visits) if keeps else None
+        self._visits = demo_visit_features(data, policy.cfg.visits).to(self.device) if keeps else None
         return recording
 
     def loss(self, policy: NaviPolicy) -> torch.Tensor:
@@ -81,22 +88,25 @@ class LabelledFlights:
         A window may cross an episode or file boundary: the recorded episode starts reset the
         recurrent state there, and the first frame of every window starts from a fresh state.
         """
-        data = self.data
-        if data is None:
+        if self._frames is None:
             return torch.zeros((), device=self.device)
-        length = min(self.window + self.burn_in, len(data))
-        first = torch.randint(0, len(data) - length + 1, (self.streams,), generator=self.generator)
-        index = torch.arange(length)[:, None] + first[None, :]  # [L, S]
-        resets = data.episode_starts[index].clone()
+        observations, actions, starts = self._frames
+        frames, device = int(actions.shape[0]), self.device
+        length = min(self.window + self.burn_in, frames)
+        first = torch.randint(
+            0, frames - length + 1, (self.streams,), generator=self.generator, device=device
+        )
+        index = torch.arange(length, device=device)[:, None] + first[None, :]  # [L, S]
+        resets = starts[index].clone()
         resets[0] = True
-        targets = raw_action(data.actions[index].to(self.device), policy.action_squash)
+        targets = raw_action(actions[index], policy.action_squash)
         out = policy.evaluate_sequences(
-            data.observations[index].to(self.device, torch.float32),
+            observations[index].float(),
             targets,
-            policy.initial_state(self.streams, self.device),
-            resets.to(self.device),
-            loop_scores=torch.zeros(resets.shape, device=self.device),  # as cloning: memory is PPO's
-            visit_features=None if self._visits is None else self._visits[index].to(self.device),
+            policy.initial_state(self.streams, device),
+            resets,
+            loop_scores=torch.zeros(resets.shape, device=device),  # as cloning: memory is PPO's
+            visit_features=None if self._visits is None else self._visits[index],
         )
         scored = slice(length - min(self.window, length), length)
         return (out.action_mean[scored] - targets[scored]).square().mean()
