@@ -74,9 +74,8 @@ class LabelledFlights:
             env, steps, self.folder, seed=seed, pilot=policy, prefix=prefix, planner_options=LABELLER
         )
         self.data = data = load_demonstrations(find_demonstration_files(self.folder))
-        self._frames = tuple(
-            t.to(self.device) for t in (data.observations, data.actions, data.episode_starts)
-        )  # type: ignore[assignment]
+        device = self.device
+        self._frames = (data.observations.to(device), data.actions.to(device), data.episode_starts.to(device))
         keeps = policy.keeps_visit_features
         self._visits = demo_visit_features(data, policy.cfg.visits).to(self.device) if keeps else None
         return recording

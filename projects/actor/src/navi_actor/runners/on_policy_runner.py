@@ -313,7 +313,7 @@ class OnPolicyRunner:
             return
         started, seed = time.monotonic(), self.settings.train.seed + self.counters.step_id
         self._status(f"DAgger round {flights.rounds + 1}: the mean action flies, the planner labels ...")
-        recording = flights.fly(self.source.env, self.policy, ppo.dagger_steps, seed=seed)  # type: ignore[attr-defined]
+        recording = flights.fly(self.collector.env, self.policy, ppo.dagger_steps, seed=seed)
         self.collector.restart(seed)
         self.learner.dagger_loss = flights.loss
         seconds = time.monotonic() - started
