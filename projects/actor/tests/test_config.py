@@ -56,6 +56,22 @@ def test_a_visit_reading_policy_refuses_ray(dotenv: Path) -> None:
         ActorSettings()
 
 
+def test_quiet_drones_leave_a_loud_one_and_refuse_ray_and_open_loop_chunks(dotenv: Path) -> None:
+    dotenv.write_text("NAVI_ACTOR_ROLLOUT__QUIET_DRONES=3\n")
+    assert ActorSettings().rollout.quiet_drones == 3 and ActorSettings().rollout.quiet_noise_scale == 0.5
+    dotenv.write_text("NAVI_ACTOR_ROLLOUT__QUIET_DRONES=4\n")  # of the default 4 drones
+    with pytest.raises(ValueError, match=r"quiet_drones \(4\) must be fewer than rollout\.num_actors"):
+        ActorSettings()
+    dotenv.write_text("NAVI_ACTOR_ROLLOUT__QUIET_DRONES=1\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
+    with pytest.raises(ValueError, match=r"quiet_drones needs train\.backend=local"):
+        ActorSettings()
+    dotenv.write_text(
+        "NAVI_ACTOR_ROLLOUT__QUIET_DRONES=1\nNAVI_ACTOR_POLICY__ACTION_CHUNK=4\nNAVI_ACTOR_PPO__OPEN_LOOP_FRACTION=0.5\n"
+    )
+    with pytest.raises(ValueError, match=r"no open-loop chunks"):
+        ActorSettings()
+
+
 def test_null_from_the_environment_or_dotenv_is_none(dotenv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The refusal of a state std under the falling ceiling says "set ppo.final_log_std_max=null":
     # that has to work where users set things, not only as a Python None.

@@ -38,6 +38,15 @@ class RolloutConfig(SettingsGroup):
         "from the mean lasts 1 / (1 - rho) ticks, each tick still a sample of the policy's Gaussian "
         "(navi_actor.models.correlated_noise); 0: white noise.",
     )  # fmt: skip
+    quiet_drones: int = Field(
+        default=0, ge=0,
+        description="How many of the rollout's drones (the last ones) act with quiet_noise_scale x the "
+        "policy's std, so PPO also learns from flights close to the mean action's own "
+        "(navi_actor.models.quiet_drones); fewer than num_actors; 0: none. Needs train.backend=local.",
+    )  # fmt: skip
+    quiet_noise_scale: float = Field(
+        default=0.5, gt=0.0, le=1.0, description="Share of the policy's std the quiet drones keep."
+    )
     gamma: float = Field(default=0.99, ge=0.0, le=1.0, description="Discount factor.")
     gae_lambda: float = Field(default=0.95, ge=0.0, le=1.0, description="GAE lambda.")
     gamma_final: float | None = Field(
@@ -291,6 +300,17 @@ class ActorSettings(NaviSettings):
             raise ValueError(
                 f"{name} is not supported with train.backend=ray yet (rollout fragments do "
                 "not carry the visit features); train with the local backend"
+            )
+        if rollout.quiet_drones and rollout.quiet_drones >= rollout.num_actors:
+            raise ValueError(
+                f"rollout.quiet_drones ({rollout.quiet_drones}) must be fewer than rollout.num_actors "
+                f"({rollout.num_actors}): at least one drone keeps the policy's full noise"
+            )
+        open_loop = policy.action_chunk > 1 and ppo.open_loop_fraction > 0.0
+        if rollout.quiet_drones and (self.train.backend != "local" or open_loop):
+            raise ValueError(
+                "rollout.quiet_drones needs train.backend=local and no open-loop chunks "
+                "(ppo.open_loop_fraction=0): rollout fragments and chunk entries do not carry the noise scale"
             )
         if ppo.dagger_every_steps and (self.environment.backend != "sdfdag" or self.train.backend != "local"):
             raise ValueError(

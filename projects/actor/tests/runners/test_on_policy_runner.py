@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 from pathlib import Path
@@ -207,6 +208,14 @@ def test_a_policy_reading_its_previous_action_trains_the_projection_and_resumes(
     assert torch.count_nonzero(loaded.model["action_projection.weight"]) > 0  # PPO trained it
     resumed = runner(config, tmp_path).run_training()  # auto-resume: the projection comes back
     assert load_checkpoint(resumed.final_checkpoint).step_id == 128
+
+
+def test_quiet_drones_reach_the_collector_from_the_settings(tmp_path: Path) -> None:
+    trainer = runner(settings(rollout={"quiet_drones": 1, "quiet_noise_scale": 0.25}), tmp_path)
+    summary = trainer.run_training()
+    assert summary.steps_this_run == 64
+    scales = trainer.storage.noise_log_scales  # the last rollout: drone 1 of 2 quiet
+    assert (scales[:, 0] == 0).all() and torch.allclose(scales[:, 1], torch.tensor(math.log(0.25)))
 
 
 def test_total_steps_short_of_a_whole_rollout_says_how_many_it_trains(tmp_path: Path) -> None:

@@ -339,6 +339,7 @@ class PPOLearner:
                 batch.lags if lagged else None,
                 loop_scores=batch.loop_scores,
                 visit_features=batch.visit_features,
+                noise_log_scales=batch.noise_log_scales,
             )
             log_probs = evaluation.log_prob.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(

@@ -336,6 +336,7 @@ class NaviPolicy(nn.Module):
         *,
         loop_scores: torch.Tensor | None = None,
         visit_features: torch.Tensor | None = None,
+        noise_log_scales: torch.Tensor | None = None,
     ) -> SequenceEval:
         """Re-evaluate a rollout window from the state stored at its start (with gradients).
 
@@ -350,6 +351,9 @@ class NaviPolicy(nn.Module):
                 required with memory_input, ignored without.
             visit_features: ``[T, B, F]`` visit features recorded at acting time
                 (``ActOutput.visit_features``); required with visit_input, ignored without.
+            noise_log_scales: ``[T, B]`` log of the share of the std each action was drawn with
+                (quiet drones, :mod:`navi_actor.models.quiet_drones`); the log-probabilities are those
+                of that narrower Gaussian, the entropies the policy's own. None: 0 everywhere.
 
         Returns:
             :class:`SequenceEval` with ``[T, B]`` log-probabilities, entropies and values.
@@ -381,8 +385,12 @@ class NaviPolicy(nn.Module):
             drawn_mean, drawn_log_std = lagged_distribution(chunk, log_std, lags.long())
         elif lags is not None and bool(lags.any()):
             raise ValueError("lagged actions need a chunk head (policy.action_chunk >= 2)")
+        sampled_log_std = drawn_log_std
+        if noise_log_scales is not None:
+            self._check_shape("noise_log_scales", noise_log_scales, (T, B))
+            sampled_log_std = drawn_log_std + noise_log_scales[..., None]
         return SequenceEval(
-            log_prob=action_log_prob(actions, drawn_mean, drawn_log_std, self.cfg.action_squash),
+            log_prob=action_log_prob(actions, drawn_mean, sampled_log_std, self.cfg.action_squash),
             entropy=action_entropy(actions, drawn_mean, drawn_log_std, self.cfg.action_squash),
             value=self.critic(features),
             action_mean=mean,

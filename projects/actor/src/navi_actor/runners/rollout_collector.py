@@ -21,6 +21,7 @@ from navi_actor.memory.visits import VisitMemory
 from navi_actor.models import ActOutput, NaviPolicy
 from navi_actor.models.correlated_noise import CorrelatedNoise
 from navi_actor.models.open_loop import OpenLoopSchedule
+from navi_actor.models.quiet_drones import QuietDrones
 from navi_actor.storage.rollout_storage import RolloutStorage
 
 
@@ -69,6 +70,10 @@ class RolloutCollector:
         noise_correlation: ``rollout.noise_correlation``, the AR(1) coefficient of each drone's
             action noise (:mod:`navi_actor.models.correlated_noise`); 0: white noise. A tick that
             executes an open-loop chunk entry instead draws that entry's own white noise.
+        quiet_drones: ``rollout.quiet_drones``, how many drones (the last ones) act with
+            ``quiet_noise_scale`` x the policy's std (:mod:`navi_actor.models.quiet_drones`); 0: none.
+            Not with open-loop chunks (the settings refuse the pair).
+        quiet_noise_scale: ``rollout.quiet_noise_scale``, the share of the std they keep.
 
     A policy with ``visit_input`` reads the drones' visit memory, kept here and fed their poses
     (``env.poses()``) before every step; one with ``visit_prediction`` does not read it, but its
@@ -87,6 +92,8 @@ class RolloutCollector:
         open_loop_fraction: float = 0.0,
         memory: EpisodicMemory | None = None,
         noise_correlation: float = 0.0,
+        quiet_drones: int = 0,
+        quiet_noise_scale: float = 1.0,
     ) -> None:
         self.env, self.policy, self.storage, self.shaping = env, policy, storage, shaping
         self.noise: CorrelatedNoise | None = None
@@ -94,6 +101,11 @@ class RolloutCollector:
             cfg = policy.cfg
             self.noise = CorrelatedNoise(
                 env.num_actors, cfg.action_dim, noise_correlation, cfg.action_squash, storage.device
+            )
+        self.quiet: QuietDrones | None = None
+        if quiet_drones > 0:
+            self.quiet = QuietDrones(
+                env.num_actors, quiet_drones, quiet_noise_scale, policy.cfg.action_squash, storage.device
             )
         self.open_loop: OpenLoopSchedule | None = None
         if open_loop_fraction > 0.0:
@@ -166,6 +178,15 @@ class RolloutCollector:
                         acted, action=noisy, log_prob=noisy_log_prob,
                         state=self.policy.with_executed_action(acted.state, noisy),
                     )  # fmt: skip
+                if self.quiet is not None:
+                    assert acted.action_log_std is not None
+                    quieted, quiet_log_prob = self.quiet.step(
+                        acted.action, acted.action_mean, acted.action_log_std
+                    )
+                    acted = replace(
+                        acted, action=quieted, log_prob=quiet_log_prob,
+                        state=self.policy.with_executed_action(acted.state, quieted),
+                    )  # fmt: skip
                 action, log_prob, lag = acted.action, acted.log_prob, None
                 if self.open_loop is not None:
                     assert acted.action_chunk is not None and acted.action_log_std is not None
@@ -186,6 +207,7 @@ class RolloutCollector:
                     lag=lag,
                     loop_score=acted.loop_score,
                     visit_features=acted.visit_features,
+                    noise_log_scale=None if self.quiet is None else self.quiet.log_scales,
                 )
             with timer.stage("env"):
                 step = self.env.step(self.policy.physics_action(action))

@@ -108,6 +108,8 @@ class LocalRollouts:
             open_loop_fraction=runner.settings.ppo.open_loop_fraction if chunked else 0.0,
             memory=runner.shaping.memory,
             noise_correlation=runner.settings.rollout.noise_correlation,
+            quiet_drones=runner.settings.rollout.quiet_drones,
+            quiet_noise_scale=runner.settings.rollout.quiet_noise_scale,
         )
 
     def _on_step(self, obs: torch.Tensor) -> None:

@@ -44,6 +44,9 @@ class SequenceBatch:
     # [L, M, F] visit features at acting time, read or predicted by the policy (policy.visit_input,
     # policy.visit_prediction; F = 0 otherwise)
     visit_features: torch.Tensor | None = None
+    # [L, M] log of the share of the policy's std each action was drawn with (rollout.quiet_drones;
+    # 0: the policy's own std)
+    noise_log_scales: torch.Tensor | None = None
 
 
 class RolloutStorage:
@@ -102,6 +105,8 @@ class RolloutStorage:
         # the visit features at each step (read: policy.visit_input; predicted: visit_prediction);
         # [T, B, 0]: none
         self.visit_features = torch.zeros((T, B, visit_features), dtype=torch.float32, device=self.device)
+        # log of the share of the policy's std each action was drawn with (rollout.quiet_drones); 0: all
+        self.noise_log_scales = torch.zeros((T, B), dtype=torch.float32, device=self.device)
         self.sequence_states = floats(self.num_chunks, B, state_size)
         self.advantages = floats(T, B)
         self.returns = floats(T, B)
@@ -121,6 +126,7 @@ class RolloutStorage:
         lag: torch.Tensor | None = None,
         loop_score: torch.Tensor | None = None,
         visit_features: torch.Tensor | None = None,
+        noise_log_scale: torch.Tensor | None = None,
     ) -> None:
         """Record what the policy saw and did at ``step`` (before the environment answered).
 
@@ -135,6 +141,8 @@ class RolloutStorage:
             lag: [B] long, the chunk entry ``action`` was drawn from (None: 0, a fresh action).
             loop_score: [B] episodic loop score the policy read (``ActOutput.loop_score``; None: 0).
             visit_features: [B, F] visit features the policy read (``ActOutput.visit_features``).
+            noise_log_scale: [B] log of the share of the std ``action`` was drawn with
+                (:mod:`navi_actor.models.quiet_drones`; None: 0, the policy's own std).
         """
         self.obs[step].copy_(obs)
         if lag is None:
@@ -147,6 +155,10 @@ class RolloutStorage:
             self.loop_scores[step].copy_(loop_score)
         if visit_features is not None:
             self.visit_features[step].copy_(visit_features)
+        if noise_log_scale is None:
+            self.noise_log_scales[step].zero_()
+        else:
+            self.noise_log_scales[step].copy_(noise_log_scale)
         self.episode_starts[step].copy_(episode_start)
         self.actions[step].copy_(action)
         self.log_probs[step].copy_(log_prob)
@@ -262,5 +274,6 @@ class RolloutStorage:
             lags=take(self.lags),
             loop_scores=take(self.loop_scores),
             visit_features=take(self.visit_features),
+            noise_log_scales=take(self.noise_log_scales),
             mirror_means=None if self.mirror_means is None else take(self.mirror_means),
         )
