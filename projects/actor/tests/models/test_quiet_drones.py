@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from inspect import signature
 
 import pytest
 import torch
 
 from navi_actor.algorithms.ppo import PPOLearner
-from navi_actor.config import PPOConfig
+from navi_actor.config import PPOConfig, RolloutConfig
 from navi_actor.envs.point import PointGoalEnv
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.models.heads import gaussian_log_prob
@@ -87,3 +88,9 @@ def test_the_learner_scores_quiet_actions_with_their_scale() -> None:
     result = learner.update(storage, torch.Generator().manual_seed(0))
     assert result.metrics["clip_fraction"] == 0.0
     assert abs(result.metrics["approx_kl"]) < 1e-6
+
+
+def test_the_collector_defaults_to_the_settings_quiet_noise_scale() -> None:
+    """One default on every path: a collector built without a scale quiets as the settings do."""
+    default = signature(RolloutCollector).parameters["quiet_noise_scale"].default
+    assert default == RolloutConfig().quiet_noise_scale

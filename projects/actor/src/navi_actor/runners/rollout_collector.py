@@ -93,7 +93,7 @@ class RolloutCollector:
         memory: EpisodicMemory | None = None,
         noise_correlation: float = 0.0,
         quiet_drones: int = 0,
-        quiet_noise_scale: float = 1.0,
+        quiet_noise_scale: float = 0.5,
     ) -> None:
         self.env, self.policy, self.storage, self.shaping = env, policy, storage, shaping
         self.noise: CorrelatedNoise | None = None
