@@ -1,13 +1,21 @@
-"""The data-parallel minibatch split: each learner rank's part of the single learner's minibatches.
+"""Data-parallel PPO: each learner rank's part of the single learner's minibatches, and the update.
 
 Why exact: the ranks' gradients are averaged by DDP, so the update equals the single learner's only
 if rank r's minibatch i is the single learner's minibatch i restricted to r's drone columns and
-weighted by its share (navi_actor.distributed.data_parallel). No process group is needed here.
+weighted by its share (navi_actor.distributed.data_parallel). The split needs no process group; the
+update is checked with two real ranks in a gloo group (support/learner_ranks.py says why they are
+spawned processes and not Ray Train workers).
 """
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
+import learner_ranks
+import pytest
 import torch
+import torch.multiprocessing
 
 from navi_actor.distributed.data_parallel import ShardStorage
 
@@ -44,3 +52,35 @@ def test_each_rank_takes_its_columns_of_the_single_learners_minibatches() -> Non
             assert sorted(got) == mine or (not mine and got_share == 0.0)
             shares.append(got_share)
     assert sum(shares) == len(single)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.timeout(240)
+def test_two_learner_ranks_take_the_single_learners_step(tmp_path: Path, one_torch_thread: None) -> None:
+    # One update by 2 ranks, each holding half the drone columns, leaves the same parameters (policy,
+    # RND predictor, optimiser) and metrics as the single learner on the same rollout.
+    config = learner_ranks.settings()
+    whole = learner_ranks.rollout(config, tmp_path)
+    torch.save(whole, tmp_path / "rollout.pt")
+    single, single_result = learner_ranks.update(config, tmp_path / "single", whole, 0, 1)
+    torch.multiprocessing.spawn(
+        learner_ranks.rank_update, args=(2, _free_port(), tmp_path), nprocs=2, join=True
+    )
+    ranked = torch.load(tmp_path / "rank0.pt", weights_only=False)
+
+    fresh = learner_ranks.learner(config, tmp_path / "fresh", whole["shape"]).policy.state_dict()
+    moved = max((single.policy.state_dict()[k] - fresh[k]).abs().max().item() for k in fresh)
+    assert moved > 1e-4  # the update changed the weights: equality below is not vacuous
+    for key, value in single.policy.state_dict().items():
+        torch.testing.assert_close(ranked["policy"][key], value, atol=2e-5, rtol=1e-4, msg=key)
+    for key, value in single.shaping.modules["rnd"].predictor.state_dict().items():
+        torch.testing.assert_close(ranked["predictor"][key], value, atol=2e-5, rtol=1e-4, msg=key)
+    steps = {int(s["step"]) for s in ranked["optimizer"]["state"].values()}
+    assert steps == {2 * 2}  # 2 epochs x 2 minibatches, as the single learner
+    for name in ("policy_loss", "value_loss", "approx_kl", "entropy", "auxiliary_loss", "explained_variance"):
+        assert ranked["metrics"][name] == pytest.approx(single_result.metrics[name], rel=1e-3, abs=1e-5)

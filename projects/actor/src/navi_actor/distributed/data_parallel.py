@@ -8,8 +8,9 @@ shuffle generator, and takes the part of every minibatch that falls in its colum
 weighs its mean losses by its share of the minibatch times ``N``; DDP averages the gradients over
 the ranks, so the averaged gradient is exactly the single learner's minibatch gradient, the
 clipped norm and the Adam step are the same on every rank, and the parameters stay equal to the
-single learner's (projects/actor/tests/distributed/test_learner_group.py). Advantage normalisation, explained
-variance and the epoch metrics (and so the KL early stop) are summed over the ranks.
+single learner's (projects/actor/tests/distributed/test_data_parallel.py). Advantage
+normalisation, explained variance and the epoch metrics (and so the KL early stop) are summed over
+the ranks.
 
 The RND predictor is trained the same way through its own DDP wrapper; its running statistics are
 folded on rank 0 from the whole rollout and broadcast (``sync_rnd``), so every rank's RND is
