@@ -60,6 +60,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_two_learner_ranks_take_the_single_learners_step(tmp_path: Path, one_torch_thread: None) -> None:
     # One update by 2 ranks, each holding half the drone columns, leaves the same parameters (policy,
