@@ -35,6 +35,13 @@ def test_a_typo_inside_a_group_still_fails_loudly(dotenv: Path) -> None:
         ActorSettings()
 
 
+def test_a_frontier_reading_policy_gets_the_sensors_horizon(dotenv: Path) -> None:
+    dotenv.write_text("NAVI_ACTOR_POLICY__VISITS__SOURCE=frontiers\nNAVI_ENV_SENSOR__HORIZON_M=12\n")
+    assert ActorSettings().policy_config().visits.horizon_m == 12.0  # depth is read in the sensor's metres
+    dotenv.write_text("NAVI_ENV_SENSOR__HORIZON_M=12\n")
+    assert ActorSettings().policy_config().visits.horizon_m == 30.0  # unread for past positions: default
+
+
 def test_a_memory_reading_policy_gets_the_shapers_memory_setting_and_refuses_ray(dotenv: Path) -> None:
     dotenv.write_text("NAVI_ACTOR_POLICY__MEMORY_INPUT=true\nNAVI_ACTOR_SHAPING__MEMORY__CAPACITY=7\n")
     assert ActorSettings().policy_config().memory.capacity == 7  # one memory setting, in the checkpoint

@@ -344,5 +344,10 @@ class ActorSettings(NaviSettings):
             update["azimuth"], update["elevation"] = int(observation_shape[1]), int(observation_shape[2])
         if self.policy.memory_input:  # one memory setting: the shaper's loop penalty reads the same memory
             update["memory"] = self.shaping.memory.model_dump()
+        if self.policy.visits.source == "frontiers":  # the frontier map reads depth in the sensor's metres
+            from navi_environment.config import EnvironmentSettings
+
+            horizon = EnvironmentSettings().sensor.horizon_m
+            update["visits"] = self.policy.visits.model_dump() | {"horizon_m": horizon}
         merged = self.policy.model_dump() | update
         return PolicyConfig.model_validate(merged)

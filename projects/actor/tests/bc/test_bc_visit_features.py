@@ -13,12 +13,14 @@ from navi_actor.bc import BCConfig
 from navi_actor.bc.dataset import DemoData, DemonstrationError, load_demonstrations
 from navi_actor.bc.trainer import BCHistory, train_bc
 from navi_actor.bc.visit_features import demo_visit_features
-from navi_actor.memory import VisitMemory, VisitMemoryConfig
+from navi_actor.memory import VisitMemoryConfig
+from navi_actor.memory.frontiers import new_visit_reader
 from navi_actor.models import NaviPolicy, PolicyConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 EAGER = VisitMemoryConfig(write_every=1, exclusion_window=0)
+FRONTIERS = VisitMemoryConfig(source="frontiers")
 
 
 def posed_demo(path: Path, frames: int, episode_every: int, *, poses: bool = True, seed: int = 0) -> Path:
@@ -39,20 +41,26 @@ def posed_demo(path: Path, frames: int, episode_every: int, *, poses: bool = Tru
     return path
 
 
-def test_frames_get_the_features_of_their_episode_replayed_from_its_first_pose(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cfg", [EAGER, FRONTIERS], ids=["positions", "frontiers"])
+def test_frames_get_the_features_of_their_episode_replayed_from_its_first_pose(
+    tmp_path: Path, cfg: VisitMemoryConfig
+) -> None:
     data = load_demonstrations([posed_demo(tmp_path / "a.npz", 20, 7), posed_demo(tmp_path / "b.npz", 9, 9)])
     assert data.positions is not None and data.yaws is not None
-    features = demo_visit_features(data, EAGER)
+    features = demo_visit_features(data, cfg)
     for start, end in data.episode_bounds.tolist():  # the reference: one memory per episode, in order
-        memory = VisitMemory(EAGER, 1)
+        memory = new_visit_reader(cfg, 1, 16, 8)
         for frame in range(start, end):
             expected = memory.observe(
                 data.positions[frame : frame + 1],
                 data.yaws[frame : frame + 1],
                 torch.tensor([frame == start]),
+                data.observations[frame : frame + 1].float(),  # the frontier map reads the rays
             )
             torch.testing.assert_close(features[frame], expected[0])
-    assert float(features[data.episode_starts].abs().max()) == 0.0 and float(features.max()) > 0.0
+    assert float(features.max()) > 0.0
+    if cfg.source == "positions":  # nothing remembered yet at a start; a map has the first view
+        assert float(features[data.episode_starts].abs().max()) == 0.0
     picked = data.select_episodes(torch.tensor([2, 0]))
     assert picked.positions is not None and torch.equal(picked.positions[:2], data.positions[14:16])
 

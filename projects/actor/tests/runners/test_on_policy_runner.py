@@ -177,11 +177,14 @@ def test_a_memory_reading_policy_trains_its_memory_projection_and_resumes(tmp_pa
     assert load_checkpoint(resumed.final_checkpoint).step_id == 128
 
 
-def test_a_visit_reading_policy_trains_its_projection_and_resumes(tmp_path: Path) -> None:
-    config = settings(policy={"visit_input": True, "visits": {"write_every": 1, "exclusion_window": 0}})
+@pytest.mark.parametrize("source", ["positions", "frontiers"])
+def test_a_visit_reading_policy_trains_its_projection_and_resumes(tmp_path: Path, source: str) -> None:
+    visits = {"write_every": 1, "exclusion_window": 0, "source": source}
+    config = settings(policy={"visit_input": True, "visits": visits})
     summary = runner(config, tmp_path).run_training()
     loaded = load_checkpoint(summary.final_checkpoint)
     assert loaded.policy_config.visit_input and loaded.policy_config.visits.write_every == 1
+    assert loaded.policy_config.visits.source == source
     assert torch.count_nonzero(loaded.model["visit_projection.weight"]) > 0  # PPO read the stored features
     resumed = runner(config, tmp_path).run_training()
     assert load_checkpoint(resumed.final_checkpoint).step_id == 128

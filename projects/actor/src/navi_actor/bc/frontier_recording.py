@@ -198,10 +198,9 @@ class _Pilot:
 
     def action(self, observation: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
         """This step's physics action in [-1, 1] (``starts``: drones whose episode begins now)."""
-        starts = starts.to(self.device)
-        acted = self.policy.act(
-            observation.to(self.device), self.state, starts, deterministic=True, **self.inputs(starts)
-        )
+        starts, observation = starts.to(self.device), observation.to(self.device)
+        extra = self.inputs(starts, observation)
+        acted = self.policy.act(observation, self.state, starts, deterministic=True, **extra)
         self.state = acted.state
         return self.policy.physics_action(acted.action)
 

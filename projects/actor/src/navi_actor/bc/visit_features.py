@@ -13,7 +13,7 @@ import torch
 
 from navi_actor.bc.dataset import DemoData, DemonstrationError
 from navi_actor.memory.config import VisitMemoryConfig
-from navi_actor.memory.visits import VisitMemory
+from navi_actor.memory.frontiers import new_visit_reader
 
 
 def demo_visit_features(data: DemoData, cfg: VisitMemoryConfig) -> torch.Tensor:
@@ -30,10 +30,14 @@ def demo_visit_features(data: DemoData, cfg: VisitMemoryConfig) -> torch.Tensor:
     if episodes == 0:
         return features
     lengths = bounds[:, 1] - bounds[:, 0]
-    memory = VisitMemory(cfg, episodes)
+    _, azimuth, elevation = data.observation_shape
+    memory = new_visit_reader(cfg, episodes, azimuth, elevation)
     for t in range(int(lengths.max())):
         live = t < lengths  # [E] episodes that still have a frame t
         frame = torch.where(live, bounds[:, 0] + t, bounds[:, 0])  # finished rows re-read a frame
-        read = memory.observe(data.positions[frame], data.yaws[frame], torch.full_like(live, t == 0))
+        start = torch.full_like(live, t == 0)
+        read = memory.observe(
+            data.positions[frame], data.yaws[frame], start, data.observations[frame].float()
+        )
         features[frame[live]] = read[live]
     return features

@@ -254,15 +254,15 @@ class ActingInputs:
         new_visits = getattr(policy, "new_visit_memory", None)
         self.visits = new_visits(B, device) if new_visits is not None else None
 
-    def __call__(self, episode_start: torch.Tensor) -> dict[str, Any]:
-        """Keyword arguments of this step's ``act`` (the visit memory remembers the poses)."""
+    def __call__(self, episode_start: torch.Tensor, obs: torch.Tensor) -> dict[str, Any]:
+        """Keyword arguments of this step's ``act`` for ``obs`` (the visit memory remembers the poses)."""
         extra: dict[str, Any] = {"pose": self.env.poses()} if self.uses_pose else {}
         if self.memory is not None:
             extra["memory"] = self.memory
         if self.visits is not None:
             position, yaw = self.env.poses()
             extra["visit_features"] = self.visits.observe(
-                position.to(self.device), yaw.to(self.device), episode_start
+                position.to(self.device), yaw.to(self.device), episode_start, obs
             )
         return extra
 
@@ -321,7 +321,8 @@ def evaluate_policy(
                 f"the plan of {plan.size} episodes did not finish in {max_env_steps} drone-steps"
             )
         position = env.poses()[0].to(device) if record_paths else None  # type: ignore[attr-defined]
-        acted = policy.act(obs, state, episode_start, deterministic=deterministic, **inputs(episode_start))
+        extra = inputs(episode_start, obs)
+        acted = policy.act(obs, state, episode_start, deterministic=deterministic, **extra)
         action = physics_action(acted.action, squash)
         step = env.step(action)
         done = (step.terminated | step.truncated).to(device)

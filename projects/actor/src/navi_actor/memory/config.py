@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -23,9 +25,17 @@ class EpisodicMemoryConfig(BaseModel):
 
 
 class VisitMemoryConfig(BaseModel):
-    """Capacity and geometry of :class:`navi_actor.memory.visits.VisitMemory`."""
+    """Capacity and geometry of :class:`navi_actor.memory.visits.VisitMemory` and, with
+    ``source="frontiers"``, of :class:`navi_actor.memory.frontiers.FrontierMemory`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Literal["positions", "frontiers"] = Field(
+        default="positions",
+        description="What the per-sector features say: positions, how many of the drone's past positions "
+        "lie there; frontiers, how near the nearest frontier lies there (free space next to space the "
+        "drone has not yet come within frontier_sight_m of, from a 2.5D map of its own depth rays).",
+    )
 
     capacity: int = Field(default=256, gt=0, description="Past positions kept per drone (ring buffer).")
     write_every: int = Field(default=4, gt=0, description="Write the position every n-th step of an episode.")
@@ -50,6 +60,26 @@ class VisitMemoryConfig(BaseModel):
         default=4.0,
         gt=0,
         description="Positions at which a feature reaches 1 - 1/e (feature 1 - exp(-n / this)).",
+    )
+
+    frontier_cell_m: float = Field(default=0.5, gt=0, description="Cell edge of the frontier map, metres.")
+    frontier_sight_m: float = Field(
+        default=3.0,
+        gt=0,
+        description="The frontier map marks space free up to this far from the drone (the frontier "
+        "planner's 3 m): a frontier is space the drone has not yet come this near.",
+    )
+    frontier_radius_m: float = Field(
+        default=10.0, gt=0, description="Frontier cells farther than this from the drone do not count."
+    )
+    frontier_scale_m: float = Field(
+        default=3.0, gt=0, description="A sector's feature is exp(-distance / this) of its nearest frontier."
+    )
+    horizon_m: float = Field(
+        default=30.0,
+        gt=0,
+        description="The sensor horizon the depth channel is divided by (the environment's "
+        "sensor.horizon_m; the trainer sets it), for the frontier map.",
     )
 
     @property

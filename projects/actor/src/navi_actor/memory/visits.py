@@ -50,14 +50,27 @@ class VisitMemory(EpisodeRing):
         here = (eligible & (distance <= cfg.here_radius)).to(offset.dtype).sum(dim=1, keepdim=True)
         return 1.0 - torch.exp(-torch.cat([counts, here], dim=1) / cfg.saturation)
 
-    def observe(self, position: torch.Tensor, yaw: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
-        """Clear rows starting an episode, read the features ``[B, F]``, then remember the position."""
+    def observe(
+        self,
+        position: torch.Tensor,
+        yaw: torch.Tensor,
+        episode_start: torch.Tensor,
+        obs: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Clear rows starting an episode, read the features ``[B, F]``, then remember the position
+        (``obs`` is not read: the same call as :class:`~navi_actor.memory.frontiers.FrontierMemory`'s)."""
         self.reset(episode_start.bool())
         features = self.features(position, yaw)
         self.write(self.positions, position)
         return features
 
-    def peek(self, position: torch.Tensor, yaw: torch.Tensor, episode_start: torch.Tensor) -> torch.Tensor:
+    def peek(
+        self,
+        position: torch.Tensor,
+        yaw: torch.Tensor,
+        episode_start: torch.Tensor,
+        obs: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The features :meth:`observe` would return, without clearing or writing anything."""
         features = self.features(position, yaw)
         return torch.where(episode_start.bool()[:, None], 0.0, features)

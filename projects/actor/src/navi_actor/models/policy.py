@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from navi_actor.memory.episodic import EpisodicMemory
+from navi_actor.memory.frontiers import FrontierMemory, new_visit_reader
 from navi_actor.memory.visits import VisitMemory
 from navi_actor.models.config import PolicyConfig
 from navi_actor.models.cores import build_core
@@ -164,14 +165,14 @@ class NaviPolicy(nn.Module):
 
     def new_visit_memory(
         self, batch_size: int, device: torch.device | str | None = None
-    ) -> VisitMemory | None:
-        """Empty visit memory of ``batch_size`` drones for the ``visit_features`` of :meth:`act`
-        (None without visit_input)."""
+    ) -> VisitMemory | FrontierMemory | None:
+        """Empty visit memory (``visits.source``: past positions or the frontier map) of ``batch_size``
+        drones for the ``visit_features`` of :meth:`act` (None without visit_input)."""
         if not self.cfg.visit_input:
             return None
         if device is None:
             device = next(self.parameters()).device
-        return VisitMemory(self.cfg.visits, batch_size, device)
+        return new_visit_reader(self.cfg.visits, batch_size, self.cfg.azimuth, self.cfg.elevation, device)
 
     def _split_state(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``state [B, S]`` -> the core's state and the previous executed action ``[B, A]`` (or None)."""

@@ -17,7 +17,7 @@ import torch
 from navi_actor.algorithms.stage_timer import StageTimer
 from navi_actor.envs.protocol import VectorEnv, VectorStep
 from navi_actor.memory.episodic import EpisodicMemory
-from navi_actor.memory.visits import VisitMemory
+from navi_actor.memory.frontiers import new_visit_reader
 from navi_actor.models import ActOutput, NaviPolicy
 from navi_actor.models.correlated_noise import CorrelatedNoise
 from navi_actor.models.open_loop import OpenLoopSchedule
@@ -124,7 +124,12 @@ class RolloutCollector:
         self.state = policy.initial_state(B, device)
         self.episode_start = torch.ones(B, dtype=torch.bool, device=device)
         self.memory = memory if memory is not None else policy.new_memory(B, device)
-        self.visits = VisitMemory(policy.cfg.visits, B, device) if policy.keeps_visit_features else None
+        cfg = policy.cfg
+        self.visits = (
+            new_visit_reader(cfg.visits, B, cfg.azimuth, cfg.elevation, device)
+            if policy.keeps_visit_features
+            else None
+        )
         self._running_return = torch.zeros(B, device=device)
         self._running_shaped = torch.zeros(B, device=device)
         self._running_length = torch.zeros(B, device=device)
@@ -244,7 +249,7 @@ class RolloutCollector:
         position, yaw = self.env.poses()
         device = self.storage.device
         read = self.visits.observe if write else self.visits.peek
-        return read(position.to(device), yaw.to(device), self.episode_start)
+        return read(position.to(device), yaw.to(device), self.episode_start, self.obs)
 
     def _truncation_values(self, step: VectorStep, acted: ActOutput) -> torch.Tensor | None:
         """V(final_obs) with the state of this step (before any reset), only if a row was truncated.

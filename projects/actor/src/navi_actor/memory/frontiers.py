@@ -1,0 +1,160 @@
+"""Frontier memory: in which direction around it the drone's unexplored space lies, from its own map.
+
+Why: the frontier planner covers 1.1-1.4x what the learned mean action covers, and the rooms behind
+doorways are where the gap is: it knows from its map where space it has not yet passed begins; the
+policy has to infer that from a recurrent state. This memory gives the policy the planner's map as
+an input, read the same way as the visit memory (:mod:`navi_actor.memory.visits`): ``F = sectors +
+1`` features, for each horizontal direction sector around the heading (sector 0 ahead, counted
+towards positive yaw) ``exp(-d / frontier_scale_m)`` of the nearest frontier cell within
+``frontier_radius_m`` in that sector (0 when there is none), and the share of the disc of that
+radius the drone has not mapped.
+
+The map is :class:`navi_environment.planning.occupancy.OccupancyGrids`, the planner's own: 2.5D,
+built from the depth rays and the drone's pose only (never the scene), free space marked up to
+``frontier_sight_m`` as the planner marks it, so a frontier is space the drone has not yet come
+near, the space coverage counts. Its flight slab follows the drone's height. A frontier is a free
+cell with a 4-neighbour in unknown space that is not an isolated hole (at least 5 unknown cells in
+the 3 x 3 block around that neighbour): the one-cell strips a polar sensor model leaves along walls
+are not frontiers.
+
+Rules as for the visit memory: rows whose ``episode_start`` is True are cleared first (the map is
+centred on the new start), :meth:`FrontierMemory.observe` folds the observation in and then reads,
+:meth:`FrontierMemory.peek` returns what ``observe`` would without changing the map. Batched over
+drones as ``[B, N, N]`` tensors; not trained, not checkpointed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as nnf
+
+from navi_actor.memory.config import VisitMemoryConfig
+from navi_actor.memory.visits import VisitMemory
+from navi_environment.planning.occupancy import FREE, UNKNOWN, OccupancyGrids
+
+MAP_M = 80.0  # edge of each drone's map (the planner's), centred on its episode start
+SLAB_HALF_M = 0.5  # half height of the mapped slab around the drone's current height (the planner's)
+HOLE_CELLS = 5  # unknown cells in a 3 x 3 block below which an unknown cell is a hole, not a frontier
+
+
+class FrontierMemory:
+    """Occupancy maps of ``num_drones`` drones this episode, read as direction features ``[B, F]``.
+
+    Args:
+        cfg: the visit memory settings (``source="frontiers"``; the ``frontier_*`` fields, sectors).
+        num_drones: B.
+        azimuth_bins, elevation_bins: the sensor shape of the observations.
+        device: where the maps live.
+    """
+
+    def __init__(
+        self,
+        cfg: VisitMemoryConfig,
+        num_drones: int,
+        azimuth_bins: int,
+        elevation_bins: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.cfg = cfg
+        self.grids = OccupancyGrids(
+            num_drones, azimuth_bins, elevation_bins, cfg.horizon_m, cell_m=cfg.frontier_cell_m,
+            size_m=MAP_M, slab_half_m=SLAB_HALF_M, max_range_m=cfg.frontier_sight_m, device=device,
+        )  # fmt: skip
+        reach = math.ceil(cfg.frontier_radius_m / cfg.frontier_cell_m) + 2  # + the frontier test's margin
+        offsets = torch.arange(-reach, reach + 1, device=self.grids.device)
+        self.window_dy, self.window_dx = torch.meshgrid(offsets, offsets, indexing="ij")  # [W, W]
+
+    def observe(
+        self,
+        position: torch.Tensor,
+        yaw: torch.Tensor,
+        episode_start: torch.Tensor,
+        obs: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Clear rows starting an episode, fold ``obs`` [B, 3, Az, El] into the maps, read ``[B, F]``."""
+        if obs is None:
+            raise ValueError("the frontier memory maps the depth rays: pass obs")
+        grids = self.grids
+        position = position.to(grids.device, torch.float32)
+        yaw = yaw.to(grids.device, torch.float32)
+        starting = torch.nonzero(episode_start.to(grids.device).bool()).flatten()
+        if starting.numel():
+            grids.reset(starting, position[starting])
+        grids.z0.copy_(position[:, 2])  # the slab follows the drone's height
+        grids.update(obs.to(grids.device, torch.float32), position, yaw)
+        return self.features(position, yaw)
+
+    def peek(
+        self,
+        position: torch.Tensor,
+        yaw: torch.Tensor,
+        episode_start: torch.Tensor,
+        obs: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The features :meth:`observe` would return, leaving the maps as they were."""
+        grids = self.grids
+        saved = (grids.grid.clone(), grids.origin.clone(), grids.z0.clone())
+        try:
+            return self.observe(position, yaw, episode_start, obs)
+        finally:
+            grids.grid, grids.origin, grids.z0 = saved
+
+    def features(self, position: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+        """``[B, F]`` features of the drones at ``position [B, 3]`` heading ``yaw [B]`` (no writes).
+
+        Only the window of cells within ``frontier_radius_m`` is tested (:func:`frontier_cells` on it,
+        with the 2 cells beyond that the test looks at, the map's outside read as unknown): a
+        tenth of the work of testing the whole map.
+        """
+        cfg, grids = self.cfg, self.grids
+        B, size = grids.grid.shape[0], grids.size
+        here = grids.cell_of(position[:, :2])  # [B, 2] (column, row)
+        col = here[:, 0, None, None] + self.window_dx  # [B, W, W]
+        row = here[:, 1, None, None] + self.window_dy
+        inside = (col >= 0) & (col < size) & (row >= 0) & (row < size)
+        b = torch.arange(B, device=grids.device)[:, None, None].expand_as(col)
+        flat = (b * size + row.clamp(0, size - 1)) * size + col.clamp(0, size - 1)
+        window = torch.where(inside, grids.grid.flatten()[flat], UNKNOWN)  # beyond the map: unknown
+        frontier = frontier_cells(window)[:, 2:-2, 2:-2]
+        unknown = window[:, 2:-2, 2:-2] == UNKNOWN
+        col, row = col[:, 2:-2, 2:-2], row[:, 2:-2, 2:-2]
+        corner = grids.origin - position[:, :2]  # [B, 2] map corner relative to the drone
+        dx = corner[:, 0, None, None] + (col.float() + 0.5) * cfg.frontier_cell_m
+        dy = corner[:, 1, None, None] + (row.float() + 0.5) * cfg.frontier_cell_m
+        distance = torch.hypot(dx, dy)
+        disc = distance <= cfg.frontier_radius_m
+        width = 2.0 * math.pi / cfg.sectors  # sector k is centred on bearing k * width
+        bearing = torch.atan2(dy, dx) - yaw[:, None, None]
+        sector = torch.remainder(torch.round(bearing / width), cfg.sectors).long().flatten(1)
+        counted = torch.where(frontier & disc, distance, math.inf).flatten(1)  # [B, W*W]
+        nearest = torch.full((B, cfg.sectors), math.inf, device=grids.device)
+        nearest = nearest.scatter_reduce(1, sector, counted, reduce="amin")
+        unmapped = (unknown & disc).flatten(1).sum(1) / disc.flatten(1).sum(1).clamp(min=1)
+        return torch.cat([torch.exp(-nearest / cfg.frontier_scale_m), unmapped[:, None].float()], dim=1)
+
+
+def frontier_cells(grid: torch.Tensor) -> torch.Tensor:
+    """``[B, H, W]`` bool of occupancy grids ``[B, H, W]``: free cells with a 4-neighbour in unknown
+    space that is not an isolated hole (a neighbour with at least ``HOLE_CELLS`` unknown cells in its
+    3 x 3 block; cells beyond the edge do not count)."""
+    unknown = (grid == UNKNOWN).float()[:, None]  # [B, 1, H, W]
+    block = nnf.avg_pool2d(unknown, 3, stride=1, padding=1, count_include_pad=True) * 9.0
+    region = (unknown > 0) & (block >= HOLE_CELLS - 0.5)
+    cross = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], device=grid.device)
+    near = nnf.conv2d(region.float(), cross.view(1, 1, 3, 3), padding=1)[:, 0] > 0
+    return (grid == FREE) & near
+
+
+def new_visit_reader(
+    cfg: VisitMemoryConfig,
+    num_drones: int,
+    azimuth_bins: int,
+    elevation_bins: int,
+    device: torch.device | str = "cpu",
+) -> FrontierMemory | VisitMemory:
+    """The memory ``cfg.source`` names: past positions or the frontier map (same features' shape)."""
+    if cfg.source == "frontiers":
+        return FrontierMemory(cfg, num_drones, azimuth_bins, elevation_bins, device)
+    return VisitMemory(cfg, num_drones, device)

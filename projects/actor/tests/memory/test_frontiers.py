@@ -1,0 +1,124 @@
+"""FrontierMemory: in which direction sector the drone's nearest unexplored space lies, from its own map
+of the depth rays, on exact analytic rooms traced by the real sensor."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from navi_actor.memory import VisitMemoryConfig
+from navi_actor.memory.frontiers import FrontierMemory, frontier_cells, new_visit_reader
+from navi_actor.memory.visits import VisitMemory, mirror_visit_features
+from navi_environment.backend import SdfDagBackend
+from navi_environment.config import EnvironmentSettings, SensorSettings
+from navi_environment.planning.occupancy import FREE, UNKNOWN
+from navi_environment.runtime.analytic import RoomSpec, room_scene
+
+SETTINGS = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=64, elevation_bins=16))
+FRONTIERS = VisitMemoryConfig(source="frontiers")
+# Two rooms (6 x 8 m and 4 x 8 m) joined by a 2.5 m door (y 3 to 5.5) in a 0.3 m wall at x = 6.
+TWO_ROOMS = RoomSpec(hi=(10.0, 8.0, 3.0), thin_wall_x=6.0, thin_wall_thickness=0.3, thin_wall_gap=(3.0, 5.5))
+MIRROR_BOX = RoomSpec(lo=(-4.0, -2.0, 0.0), hi=(4.0, 2.0, 3.0))
+SMALL_BOX = RoomSpec(lo=(-2.0, -1.5, 0.0), hi=(2.0, 1.5, 3.0))  # every point within 2.5 m of its centre
+
+
+@pytest.fixture(scope="module")
+def two_rooms() -> SdfDagBackend:
+    return SdfDagBackend(SETTINGS, 1, scenes=[room_scene(TWO_ROOMS, 64)])
+
+
+def seen_from(env: SdfDagBackend, position: tuple[float, float, float], yaw: float) -> torch.Tensor:
+    """The first observation [1, 3, Az, El] of a drone placed at ``position`` facing ``yaw``."""
+    where = torch.tensor([position])
+    return env.start_episodes(torch.tensor([0]), torch.tensor([0]), where, torch.tensor([yaw])).clone()
+
+
+def observed(env: SdfDagBackend, position: tuple[float, float, float], yaw: float) -> torch.Tensor:
+    """Features [F] of a fresh one-drone frontier memory after one observation there."""
+    memory = FrontierMemory(FRONTIERS, 1, 64, 16)
+    obs = seen_from(env, position, yaw)
+    return memory.observe(torch.tensor([position]), torch.tensor([yaw]), torch.tensor([True]), obs)[0]
+
+
+def test_once_the_first_room_is_flown_the_door_is_the_frontier_in_its_sector(
+    two_rooms: SdfDagBackend,
+) -> None:
+    memory = FrontierMemory(FRONTIERS, 1, 64, 16)
+    start = torch.tensor([True])
+    for x, y in ((1.5, 1.5), (1.5, 4.25), (1.5, 7.0), (4.5, 1.5), (4.5, 7.0), (4.5, 4.25)):  # room 1 swept
+        obs = seen_from(two_rooms, (x, y, 1.5), math.pi)
+        features = memory.observe(torch.tensor([[x, y, 1.5]]), torch.tensor([math.pi]), start, obs)[0]
+        start = torch.tensor([False])
+    # facing -x, 1.5 m from the door: the second room, seen through it, lies behind (sector 4)
+    assert float(features[4]) > math.exp(-3.5 / FRONTIERS.frontier_scale_m)
+    assert float(features[[0, 1, 2, 6, 7]].max()) == 0.0  # the swept room ahead and beside: nothing left
+    facing_door = seen_from(two_rooms, (4.5, 4.25, 1.5), 0.0)
+    turned = memory.peek(torch.tensor([[4.5, 4.25, 1.5]]), torch.zeros(1), start, facing_door)
+    torch.testing.assert_close(turned[0, 0], features[4], atol=0.02, rtol=0.0)  # facing the door: ahead
+
+
+def test_a_room_seen_whole_within_sight_has_no_frontier_even_along_its_walls() -> None:
+    env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(SMALL_BOX, 64)])
+    features = observed(env, (0.0, 0.0, 1.5), 0.3)
+    assert float(features[:8].max()) == 0.0  # no strip beside a wall counts
+    assert 0.5 < float(features[8]) < 1.0  # most of the 10 m disc lies outside the room: unmapped
+
+
+def test_peek_returns_what_observe_would_and_leaves_the_map(two_rooms: SdfDagBackend) -> None:
+    memory = FrontierMemory(FRONTIERS, 1, 64, 16)
+    first = seen_from(two_rooms, (2.0, 2.0, 1.5), 0.0)
+    memory.observe(torch.tensor([[2.0, 2.0, 1.5]]), torch.zeros(1), torch.tensor([True]), first)
+    before = memory.grids.grid.clone()
+    later = seen_from(two_rooms, (4.5, 4.25, 1.5), 0.0)
+    pose = (torch.tensor([[4.5, 4.25, 1.5]]), torch.zeros(1))
+    peeked = memory.peek(*pose, torch.tensor([False]), later)
+    assert torch.equal(memory.grids.grid, before)
+    torch.testing.assert_close(memory.observe(*pose, torch.tensor([False]), later), peeked)
+    assert not torch.equal(memory.grids.grid, before)
+
+
+def test_an_episode_start_forgets_the_map_of_its_row_only(two_rooms: SdfDagBackend) -> None:
+    memory = FrontierMemory(FRONTIERS, 2, 64, 16)
+    obs = torch.cat([seen_from(two_rooms, (2.0, 2.0, 1.5), 0.0)] * 2)
+    pose = torch.tensor([[2.0, 2.0, 1.5]] * 2)
+    memory.observe(pose, torch.zeros(2), torch.tensor([True, True]), obs)
+    kept = memory.grids.grid[1].clone()
+    there = torch.tensor([[8.0, 6.0, 1.5]] * 2)
+    obs_there = torch.cat([seen_from(two_rooms, (8.0, 6.0, 1.5), 0.0)] * 2)
+    features = memory.observe(there, torch.zeros(2), torch.tensor([True, False]), obs_there)
+    fresh = FrontierMemory(FRONTIERS, 1, 64, 16)
+    expected = fresh.observe(there[:1], torch.zeros(1), torch.tensor([True]), obs_there[:1])
+    torch.testing.assert_close(features[:1], expected)  # row 0 starts over
+    assert int((memory.grids.grid[1] != kept).sum()) > 0 and int((kept > 0).sum()) > 0  # row 1 adds on
+
+
+def test_mirrored_features_are_those_of_the_mirrored_heading() -> None:
+    env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(MIRROR_BOX, 64)])
+    left = observed(env, (1.0, 0.0, 1.5), 0.5)  # the box is symmetric about y = 0
+    right = observed(env, (1.0, 0.0, 1.5), -0.5)
+    assert float(left[:8].max()) > 0.0 and not torch.allclose(left, right)
+    torch.testing.assert_close(mirror_visit_features(left[None])[0], right, atol=1e-4, rtol=0.0)
+
+
+def test_the_source_setting_picks_the_memory_and_observe_needs_the_rays() -> None:
+    assert isinstance(new_visit_reader(VisitMemoryConfig(), 2, 64, 16), VisitMemory)
+    frontiers = new_visit_reader(FRONTIERS, 2, 64, 16)
+    assert isinstance(frontiers, FrontierMemory) and FRONTIERS.features == 9
+    with pytest.raises(ValueError, match="pass obs"):
+        frontiers.observe(torch.zeros(2, 3), torch.zeros(2), torch.ones(2, dtype=torch.bool))
+
+
+def test_an_unknown_hole_inside_mapped_space_is_not_a_frontier_but_unknown_space_is() -> None:
+    memory = FrontierMemory(FRONTIERS, 1, 64, 16)
+    grid = memory.grids.grid
+    grid[0, 10:30, 10:30] = FREE
+    grid[0, 20, 20] = UNKNOWN  # one cell the rays missed, amid free cells: nothing to explore
+    grid[0, 14:16, 14:16] = UNKNOWN  # a 2 x 2 pocket (4 cells): still a hole
+    assert int(frontier_cells(grid)[0, 10:30, 10:30].sum()) == int(frontier_cells(grid).sum())
+    inner = frontier_cells(grid)[0, 11:29, 11:29]
+    assert int(inner.sum()) == 0  # only the free square's rim borders unknown space
+    grid[0, 20:23, 20:23] = UNKNOWN  # a 3 x 3 unknown block (9 cells) is space to explore:
+    # the free cells beside the middle of each of its sides are frontiers
+    assert int(frontier_cells(grid)[0, 11:29, 11:29].sum()) == 4
