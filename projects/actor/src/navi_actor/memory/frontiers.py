@@ -1,6 +1,6 @@
 """Frontier memory: in which direction around it the drone's unexplored space lies, from its own map.
 
-Why: the frontier planner covers 1.1-1.4x what the learned mean action covers, and the rooms behind
+Why: the frontier planner covers 1.1-1.2x what the learned mean action covers, and the rooms behind
 doorways are where the gap is: it knows from its map where space it has not yet passed begins; the
 policy has to infer that from a recurrent state. This memory gives the policy the planner's map as
 an input, read the same way as the visit memory (:mod:`navi_actor.memory.visits`): ``F = sectors +
@@ -14,8 +14,8 @@ built from the depth rays and the drone's pose only (never the scene), free spac
 ``frontier_sight_m`` as the planner marks it, so a frontier is space the drone has not yet come
 near, the space coverage counts. Its flight slab follows the drone's height. A frontier is a free
 cell with a 4-neighbour in unknown space that is not an isolated hole (at least 5 unknown cells in
-the 3 x 3 block around that neighbour): the one-cell strips a polar sensor model leaves along walls
-are not frontiers.
+the 3 x 3 block around that neighbour): single cells and small pockets the rays missed amid mapped
+space are not frontiers (6-9 of 16-58 candidate cells in three corpus scenes after 60 random steps).
 
 Rules as for the visit memory: rows whose ``episode_start`` is True are cleared first (the map is
 centred on the new start), :meth:`FrontierMemory.observe` folds the observation in and then reads,
