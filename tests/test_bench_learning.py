@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,20 @@ TINY = {
     "NUMBA_NUM_THREADS": "1",
 }
 ARGS = ["--split", "tail", "--holdout", "0.5", "--episodes", "1", "--episode-steps", "20", "--threads", "1"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bench_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The bench keeps every run's folder in the temporary directory (``--checkpoint`` re-judges it);
+    the benches started here keep theirs under pytest's own temporary directory, which pytest prunes,
+    not in /tmp, where each suite run left three."""
+    previous = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("bench_tmp"))
+    yield
+    if previous is None:
+        del os.environ["TMPDIR"]
+    else:
+        os.environ["TMPDIR"] = previous
 
 
 @pytest.fixture(scope="module")
