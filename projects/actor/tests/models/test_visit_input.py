@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+from env_bridge import observation_message
 from point_rollouts import RecordingEnv
 
 from navi_actor.algorithms.ppo import PPOLearner
@@ -30,11 +32,12 @@ def config(core: str = "gru", **extra: object) -> PolicyConfig:
     return PolicyConfig(temporal_core=core, ssm_head_dim=16, ssm_chunk=8, **sizes, **extra)  # type: ignore[arg-type]
 
 
-def reading_policy(core: str = "gru") -> NaviPolicy:
+def reading_policy(core: str = "gru", source: str = "positions") -> NaviPolicy:
     """A visit-reading policy whose projection is no longer zero (as after cloning or PPO)."""
     torch.manual_seed(0)
     wide = {"init_log_std": 0.0, "log_std_max": 1.0}
-    policy = NaviPolicy(config(core, visit_input=True, visits=EAGER, **wide)).eval()
+    visits = EAGER.model_copy(update={"source": source})
+    policy = NaviPolicy(config(core, visit_input=True, visits=visits, **wide)).eval()
     assert policy.visit_projection is not None
     with torch.no_grad():
         policy.visit_projection.weight.normal_(0.0, 2.0)
@@ -67,18 +70,62 @@ def test_a_new_reading_policy_is_the_same_function_as_one_without_the_input() ->
     torch.testing.assert_close(a.value, b.value)
 
 
-def test_acting_without_the_features_is_refused_and_the_stepper_refuses_the_policy() -> None:
+def test_acting_without_the_features_is_refused() -> None:
     policy = reading_policy()
     obs, start = torch.rand(B, 3, AZ, EL), torch.ones(B, dtype=torch.bool)
     with pytest.raises(ValueError, match="visit_input"):
         policy.act(obs, policy.initial_state(B), start)
     with pytest.raises(ValueError, match="visit features has shape"):
         policy.act(obs, policy.initial_state(B), start, visit_features=torch.zeros(B, 3))
-    with pytest.raises(ValueError, match="visit_input"):
-        PolicyStepper(policy, B)  # the brains carry no poses yet: refused in one line
-    with pytest.raises(ValueError, match="visit_input"):  # the brain refuses it at startup
-        BrainCore(PolicySource(None, "fresh", None), policy.cfg)
     assert NaviPolicy(config()).new_visit_memory(B) is None  # a policy without the input needs none
+
+
+@pytest.mark.parametrize("source", ["positions", "frontiers"])
+def test_the_stepper_reads_the_visit_memory_as_the_evaluator_does(source: str) -> None:
+    """Oracle: the evaluator's acting (a visit memory fed ``env.poses()`` and the observation, then
+    ``act(visit_features=)``); the stepper (infer, the brains) must act the same with the poses."""
+    policy = reading_policy(source=source)
+    env_a, env_b = (
+        PointGoalEnv(B, azimuth=AZ, elevation=EL, max_steps=9),
+        PointGoalEnv(B, azimuth=AZ, elevation=EL, max_steps=9),
+    )
+    obs_a, obs_b = env_a.reset(5), env_b.reset(5)
+    stepper, blind = PolicyStepper(policy, B), PolicyStepper(policy, B)
+    assert stepper.needs_poses
+    memory = policy.new_visit_memory(B)
+    assert memory is not None
+    state, start = policy.initial_state(B), torch.ones(B, dtype=torch.bool)
+    differs = ended = 0
+    for _ in range(24):
+        features = memory.observe(*env_b.poses(), start, obs_b)
+        acted = policy.act(obs_b, state, start, deterministic=True, visit_features=features)
+        expected = acted.action.clamp(-1.0, 1.0)
+        actions = stepper.act(obs_a, env_a.poses())
+        assert torch.equal(actions, expected)
+        elsewhere = blind.act(obs_a, (torch.full((B, 3), 40.0), torch.zeros(B)))  # poses that lie
+        differs += int(not torch.equal(elsewhere, actions))
+        step_a, step_b = env_a.step(actions), env_b.step(expected)
+        stepper.end_episodes(step_a.terminated | step_a.truncated)
+        blind.end_episodes(step_a.terminated | step_a.truncated)
+        state, start = acted.state, step_b.terminated | step_b.truncated
+        obs_a, obs_b = step_a.obs.clone(), step_b.obs.clone()
+        ended += int(start.sum())
+    assert ended >= B  # episodes ended, so the memory's per-drone resets were exercised
+    assert differs > 0  # the poses reach the policy: false ones change the actions
+
+
+def test_the_stepper_refuses_to_act_without_the_poses() -> None:
+    stepper = PolicyStepper(reading_policy(), B)
+    obs = torch.rand(B, 3, AZ, EL)
+    with pytest.raises(ValueError, match="needs the drones' poses"):
+        stepper.act(obs)
+    with pytest.raises(ValueError, match=r"poses have shapes \(3, 2\) and \(3,\)"):
+        stepper.act(obs, (torch.zeros(B, 2), torch.zeros(B)))
+    assert not PolicyStepper(NaviPolicy(config()), B).needs_poses
+    with pytest.raises(ValueError, match="needs the drones' poses"):  # the brain, on a message without them
+        BrainCore(PolicySource(None, "fresh", None), reading_policy().cfg).act(
+            observation_message(obs, np.arange(B, dtype=np.int32), np.zeros(B, np.int64), 0)
+        )
 
 
 def test_the_collector_feeds_the_poses_and_the_stored_features_replay_the_acting_log_probs() -> None:

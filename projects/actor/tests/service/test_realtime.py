@@ -82,7 +82,11 @@ def test_realtime_brain_with_h1_publishes_single_action_schedules(tmp_path: Path
         assert np.array_equal(message.chunk[:, 0], message.actions) and message.policy_id == "fresh"
 
 
-def test_inference_state_follows_exactly_the_consumed_observations(tmp_path: Path) -> None:
+@pytest.mark.parametrize("visit_source", [None, "positions", "frontiers"])
+def test_inference_state_follows_exactly_the_consumed_observations(
+    tmp_path: Path, visit_source: str | None
+) -> None:
     """The inference loop, stepped by hand on shared memory (no process): a skipped observation never
-    touches the memory, a changed episode id resets that drone only, as the sequential brain does."""
-    assert_inference_follows_the_consumed_observations(tmp_path, "cpu", atol=1e-6)
+    touches the memory, a changed episode id resets that drone only, as the sequential brain does;
+    a policy reading its visit memory reads it from the poses that came through shared memory."""
+    assert_inference_follows_the_consumed_observations(tmp_path, "cpu", atol=1e-6, visit_source=visit_source)

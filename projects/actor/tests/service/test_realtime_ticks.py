@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from env_bridge import observation_message
 from realtime_policy import SMALL_REALTIME_POLICY, saved_chunk_policy
 
 from navi_actor.envs.point import PointGoalEnv
+from navi_actor.inference import PolicySource, resolve_policy_source
 from navi_actor.models import PolicyConfig
+from navi_actor.service import BrainSettings
+from navi_actor.service.brain import realtime_plan
 from navi_actor.service.config import ServiceConfig
 from navi_actor.service.realtime_inference import InferenceLoop, InferencePlan
 from navi_actor.service.realtime_loop import RealtimeLoop
@@ -124,3 +129,35 @@ def test_a_schedule_written_while_the_environment_is_late_covers_its_next_tick(t
         shared.close()
     assert (start, length, answers) == (1, 3, 0)  # the whole chunk, from the tick after observation 0
     assert int(environment.stats.fallback_ticks.sum()) == 0
+
+
+class OneMessage:
+    """A subscriber that has one message to give."""
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+
+    def recv(self, timeout_ms: int) -> tuple[str, Any] | None:
+        message, self.message = self.message, None
+        return None if message is None else ("distance_matrix_v2", message)
+
+
+def test_a_visit_reading_policy_is_planned_with_poses_and_refuses_observations_without_them(
+    tmp_path: Path,
+) -> None:
+    """The plan says the policy needs poses (from its checkpoint); an observation without them ends
+    the service in one line, before any inference process starts, as the sequential brain does."""
+    _policy, path, layout, _condition, shared = saved_chunk_policy(tmp_path, visit_source="frontiers")
+    shared.close()
+    source = resolve_policy_source(path, tmp_path / "models")
+    assert realtime_plan(BrainSettings(), source).needs_poses
+    assert not realtime_plan(BrainSettings(), PolicySource(None, "fresh", None)).needs_poses
+    env = PointGoalEnv(2, azimuth=32, elevation=8)
+    message = observation_message(env.reset(0), np.arange(2, dtype=np.int32), np.zeros(2, np.int64), 0)
+    plan = replace(plan_for(layout, path), needs_poses=True)
+    loop = RealtimeLoop(
+        plan, OneMessage(message), RecordingPublisher(), None, ServiceConfig(control_hz=1 / PERIOD)
+    )  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs the drones' poses with every observation"):
+        loop._receive(0.0)
+    assert loop.shared is None and loop.worker is None

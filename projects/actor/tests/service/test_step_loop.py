@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 import zmq
 from env_bridge import VectorEnvBridge, serve_in_thread
 from structlog.testing import capture_logs
@@ -17,6 +18,7 @@ from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference import ActingTelemetry, PolicyStepper, build_policy, resolve_policy_source
 from navi_actor.inference.runner import run_inference
+from navi_actor.memory import VisitMemoryConfig
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.service import BrainSettings, run_brain
 from navi_common import free_tcp_endpoint
@@ -81,7 +83,27 @@ def reference_actions(checkpoint: Path, steps: int, seed: int, max_steps: int) -
     return np.stack(recorded)
 
 
-def test_brain_acts_like_in_process_inference(checkpoint: Path, tmp_path: Path) -> None:
+def reading_checkpoint(folder: Path, source: str, small_policy: Callable[..., NaviPolicy]) -> Path:
+    """A policy that reads its visit memory (``source``: past positions or the frontier map), its
+    projection no longer zero (as after training), so the features it reads change its actions."""
+    visits = VisitMemoryConfig(source=source, write_every=1, exclusion_window=0, radius=20.0)  # type: ignore[arg-type]
+    policy = small_policy("gru", seed=11, visit_input=True, visits=visits)
+    assert policy.visit_projection is not None
+    with torch.no_grad():
+        policy.visit_projection.weight.normal_(0.0, 2.0)
+    return save_checkpoint(
+        Checkpoint(model=policy.state_dict(), policy_config=policy.cfg), folder / "reading.pt"
+    )
+
+
+@pytest.mark.parametrize("served", ["plain", "positions", "frontiers"])
+def test_brain_acts_like_in_process_inference(
+    served: str, checkpoint: Path, tmp_path: Path, small_policy: Callable[..., NaviPolicy]
+) -> None:
+    """The served policy acts as ``infer`` does; one that reads its visit memory (past positions or
+    the frontier map) from the poses each observation carries (in process: ``env.poses()``)."""
+    if served != "plain":
+        checkpoint = reading_checkpoint(tmp_path, served, small_policy)
     endpoint = free_tcp_endpoint()
     bridge = VectorEnvBridge(PointGoalEnv(2, max_steps=9))
     with serve_in_thread(bridge, endpoint):

@@ -5,8 +5,9 @@ stack tests use it when ``navi-environment serve`` is not available. Protocol, a
 ``docs/service.md``: ``StepRequest(reset=True, seed)`` answers a ``StepResult`` with the first
 observation (zero reward, nothing ended); ``StepRequest(actions)`` steps once; actions before the
 first reset are refused (``handler_error``); every observation is also published on
-``distance_matrix_v2`` when a publisher is given. ``episode_ids`` count each drone's finished
-episodes, ``step_id`` counts steps since the last reset.
+``distance_matrix_v2`` when a publisher is given; observations carry the drones' poses, as the
+server's do. ``episode_ids`` count each drone's finished episodes, ``step_id`` counts steps since
+the last reset.
 
 Test support, not part of the package: pytest puts this folder on ``sys.path`` (``pythonpath`` in
 the root ``pyproject.toml``), so tests import it as ``env_bridge``.
@@ -24,11 +25,15 @@ import torch
 
 from navi_actor.envs.protocol import VectorEnv
 from navi_common import Publisher, RepServer
-from navi_contracts import DistanceMatrix, StepRequest, StepResult, WireModel, topics
+from navi_contracts import DistanceMatrix, RobotPose, StepRequest, StepResult, WireModel, topics
 
 
 def observation_message(
-    obs: torch.Tensor, env_ids: np.ndarray, episode_ids: np.ndarray, step_id: int
+    obs: torch.Tensor,
+    env_ids: np.ndarray,
+    episode_ids: np.ndarray,
+    step_id: int,
+    poses: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> DistanceMatrix:
     """Encode observations ``[B, 3, Az, El]`` (depth/horizon, semantic id, valid) losslessly.
 
@@ -37,6 +42,7 @@ def observation_message(
         env_ids: ``[B]`` int32.
         episode_ids: ``[B]`` int64.
         step_id: steps since the last reset.
+        poses: the drones' ``(position [B, 3], yaw [B])`` (``env.poses()``), sent as the server does.
 
     Returns:
         The ``DistanceMatrix``.
@@ -48,6 +54,12 @@ def observation_message(
         depth=np.ascontiguousarray(np.clip(host[:, 0], 0.0, 1.0)),
         semantic=np.rint(host[:, 1]).astype(np.int32),
         valid_mask=host[:, 2] > 0.5,
+        poses=None
+        if poses is None
+        else RobotPose(
+            position=poses[0].detach().to("cpu", torch.float32).numpy(),
+            yaw=poses[1].detach().to("cpu", torch.float32).numpy(),
+        ),
         step_id=step_id,
         episode_ids=episode_ids.copy(),
         timestamp=time.time(),
@@ -124,7 +136,7 @@ class VectorEnvBridge:
         episode_return: np.ndarray,
         episode_length: np.ndarray,
     ) -> StepResult:
-        observation = observation_message(obs, self.env_ids, self.episode_ids, self.step_id)
+        observation = observation_message(obs, self.env_ids, self.episode_ids, self.step_id, self.env.poses())
         if self.publisher is not None:
             self.publisher.publish(topics.DISTANCE_MATRIX, observation)
         return StepResult(

@@ -185,21 +185,31 @@ def assert_keeps_its_rate_and_starts_chunks_after_the_delay(run: RealtimeRun) ->
     assert last_ticks == [a.step_id + H for a in run.actions]  # each schedule ends with its chunk's last tick
 
 
-def assert_inference_follows_the_consumed_observations(tmp_path: Path, device: str, atol: float) -> None:
+def assert_inference_follows_the_consumed_observations(
+    tmp_path: Path, device: str, atol: float, visit_source: str | None = None
+) -> None:
     """The inference loop on ``device``, stepped by hand on shared memory (no process), against a CPU
     :class:`PolicyStepper` fed only the consumed observations: a skipped observation never touches the
-    memory, a changed episode id resets that drone only, as the sequential brain does."""
-    policy, path, layout, condition, shared = saved_chunk_policy(tmp_path)
+    memory, a changed episode id resets that drone only, as the sequential brain does.
+
+    ``visit_source``: the policy reads its visit memory (``positions`` / ``frontiers``) from the
+    poses the observations carry through shared memory."""
+    policy, path, layout, condition, shared = saved_chunk_policy(tmp_path, visit_source=visit_source)
     config = policy.cfg
     plan = InferencePlan(
         block_name=shared.name, layout=layout.as_dict(), checkpoint=str(path), policy_id="p",
         fresh_config_json=config.model_dump_json(), device=device, deterministic=True, seed=0,
         period_s=10.0, latency_ms=0.0, jitter_ms=0.0, blend=False, delay_window=10, torch_threads=None,
+        needs_poses=visit_source is not None,
     )  # fmt: skip
     loop = InferenceLoop(plan, SharedState(layout, condition, name=shared.name), threading.Event())
     reference = PolicyStepper(policy, 2, deterministic=True)
     env = PointGoalEnv(2, azimuth=32, elevation=8, max_steps=1000)
-    frames = [env.reset(1)] + [env.step(torch.full((2, 4), 0.3)).obs.clone() for _ in range(4)]
+    frames = [env.reset(1)]
+    poses = [env.poses()]
+    for _ in range(4):
+        frames.append(env.step(torch.full((2, 4), 0.3)).obs.clone())
+        poses.append(env.poses())
     episode_ids = np.zeros(2, dtype=np.int64)
     schedule = np.zeros((2, layout.capacity, 4), dtype=np.float32)
     try:
@@ -207,14 +217,16 @@ def assert_inference_follows_the_consumed_observations(tmp_path: Path, device: s
             if tick == 3:
                 episode_ids = np.array([0, 1], dtype=np.int64)  # drone 1 starts a new episode
                 reference.end_episodes(torch.tensor([False, True]))
-            message = observation_message(frames[tick], np.arange(2, dtype=np.int32), episode_ids, tick)
+            message = observation_message(
+                frames[tick], np.arange(2, dtype=np.int32), episode_ids, tick, poses[tick]
+            )
             shared.write_observation(message, time.monotonic())
             if not consumed:
                 continue
             taken = loop._take()
             assert taken == tick
             loop._infer(tick)
-            expected = reference.act_chunk(frames[tick])  # [B, H, 4], entry 0 = act's
+            expected = reference.act_chunk(frames[tick], poses[tick])  # [B, H, 4], entry 0 = act's
             _, start, length, answers = shared.read_schedule(schedule) or (0, 0, 0, 0)
             assert (start, answers) == (tick + 1, tick) and length == 3  # the chunk from the next tick
             np.testing.assert_allclose(schedule[:, :3], expected.numpy(), atol=atol)

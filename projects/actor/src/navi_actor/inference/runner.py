@@ -70,7 +70,7 @@ def run_inference(
             interrupted = True
             break
         tick = time.perf_counter()
-        actions = stepper.act(obs)
+        actions = stepper.act(obs, env.poses() if stepper.needs_poses else None)
         if on_actions is not None:
             on_actions(step_id, actions)
         step = env.step(actions)

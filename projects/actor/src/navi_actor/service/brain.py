@@ -111,6 +111,7 @@ def run_brain(settings: BrainSettings, artifacts_dir: Path, stop: threading.Even
 def realtime_plan(settings: BrainSettings, source: PolicySource) -> InferencePlan:
     """The inference process's plan (its shared block is named when it is spawned)."""
     config = settings.service
+    served = source.checkpoint.policy_config if source.checkpoint is not None else settings.policy_config()
     return InferencePlan(
         block_name="",
         layout={},
@@ -126,4 +127,5 @@ def realtime_plan(settings: BrainSettings, source: PolicySource) -> InferencePla
         blend=config.blend,
         delay_window=config.delay_window,
         torch_threads=settings.train.torch_threads or SERVICE_TORCH_THREADS,
+        needs_poses=served.visit_input,
     )

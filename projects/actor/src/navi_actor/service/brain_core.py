@@ -2,7 +2,8 @@
 
 Both service modes use it. The policy is built when the first observation arrives, because only then
 does the service know the sensor shape and the number of drones; a checkpoint trained for another
-sensor is refused with a clear error at that point (it cannot be fixed by retrying).
+sensor is refused with a clear error at that point (it cannot be fixed by retrying), as is an
+observation without the drones' poses for a policy that reads its visit memory.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import structlog
 import torch
 
 from navi_actor.inference.policy_source import PolicySource, build_policy
-from navi_actor.inference.stepper import PolicyStepper, refuse_unservable
+from navi_actor.inference.stepper import PolicyStepper
 from navi_actor.models import PolicyConfig
-from navi_actor.service.wire import action_message, observation_tensor
+from navi_actor.service.wire import action_message, message_poses, observation_tensor
 from navi_contracts import Action, DistanceMatrix
 
 log = structlog.get_logger()
@@ -40,8 +41,6 @@ class BrainCore:
         deterministic: bool = False,
         seed: int = 0,
     ) -> None:
-        served = source.checkpoint.policy_config if source.checkpoint is not None else fresh_config
-        refuse_unservable(served)
         self.source, self.fresh_config = source, fresh_config
         self.device = torch.device(device)
         self.deterministic, self.seed = deterministic, seed
@@ -96,5 +95,5 @@ class BrainCore:
         B = int(message.env_ids.shape[0])
         stepper = self._ensure_stepper((3, int(azimuth), int(elevation)), B)
         obs = observation_tensor(message, self.device)
-        actions = stepper.act(obs)
+        actions = stepper.act(obs, message_poses(message, self.device) if stepper.needs_poses else None)
         return obs, action_message(actions, message.env_ids, message.step_id, self.policy_id)

@@ -73,6 +73,7 @@ class InferencePlan:
     blend: bool
     delay_window: int
     torch_threads: int | None
+    needs_poses: bool = False  #: the policy reads its visit memory: every observation must carry poses
 
 
 def run_inference_process(plan: InferencePlan, condition: Condition, stop: Event) -> None:
@@ -112,6 +113,9 @@ class InferenceLoop:
         )
         self.obs = np.zeros((layout.drones, *shape), dtype=np.float32)
         self.obs_tensor = torch.from_numpy(self.obs)  # a view: refilled in place for every inference
+        self.position = np.zeros((layout.drones, 3), dtype=np.float32)
+        self.yaw = np.zeros(layout.drones, dtype=np.float32)
+        self.poses = (torch.from_numpy(self.position), torch.from_numpy(self.yaw))  # views, as obs_tensor
         self.env_ids = np.zeros(layout.drones, dtype=np.int32)
         self.episode_ids = np.zeros(layout.drones, dtype=np.int64)
         self.last_tick: int | None = None
@@ -139,6 +143,8 @@ class InferenceLoop:
             self.obs[:, 0] = views["depth"]
             self.obs[:, 1] = views["semantic"]
             self.obs[:, 2] = views["valid"]
+            self.position[...] = views["position"]
+            self.yaw[...] = views["yaw"]
             tick = int(header[OBS_TICK])
             same_drones = np.array_equal(views["env_ids"], self.env_ids)
             new_episode = views["episode_ids"] != self.episode_ids
@@ -154,7 +160,8 @@ class InferenceLoop:
         return tick
 
     def _infer(self, tick: int) -> None:
-        chunk = self.stepper.act_chunk(self.obs_tensor).to("cpu")  # [B, H, A]
+        poses = self.poses if self.stepper.needs_poses else None
+        chunk = self.stepper.act_chunk(self.obs_tensor, poses).to("cpu")  # [B, H, A]
         self._sleep_injected_latency()
         header, views = self.shared.header, self.shared.views
         with self.shared.condition:

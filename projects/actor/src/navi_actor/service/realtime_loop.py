@@ -122,6 +122,11 @@ class RealtimeLoop:
         message = received[1] if received is not None else None
         if isinstance(message, DistanceMatrix):
             arrival = time.monotonic()
+            if self.plan.needs_poses and message.poses is None:  # as the sequential brain refuses it
+                raise ValueError(
+                    "this policy reads its visit memory (policy.visit_input), which needs the drones' "
+                    "poses with every observation, and none came"
+                )
             if self.shared is None or not self.shared.layout.fits(message):
                 self._start_worker(message)
             if message.step_id < self.latest_tick:

@@ -48,6 +48,8 @@ class SharedLayout:
             ("valid", np.dtype(np.bool_), grid),
             ("env_ids", np.dtype(np.int32), (self.drones,)),
             ("episode_ids", np.dtype(np.int64), (self.drones,)),
+            ("position", np.dtype(np.float32), (self.drones, 3)),  # poses: zeros if none came
+            ("yaw", np.dtype(np.float32), (self.drones,)),
             ("schedule", np.dtype(np.float32), (self.drones, self.capacity, self.action_dim)),
         ]
 
@@ -119,6 +121,9 @@ class SharedState:
             views["valid"][...] = message.valid_mask
             views["env_ids"][...] = message.env_ids
             views["episode_ids"][...] = message.episode_ids
+            if message.poses is not None:
+                views["position"][...] = message.poses.position
+                views["yaw"][...] = message.poses.yaw
             views["arrival"][0] = arrival
             header[OBS_TICK] = message.step_id
             header[OBS_VERSION] += 1

@@ -35,6 +35,21 @@ def observation_tensor(message: DistanceMatrix, device: torch.device | str = "cp
     return torch.from_numpy(stacked).to(device)
 
 
+def message_poses(
+    message: DistanceMatrix, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The drones' ``(position [B, 3], yaw [B])`` float32 from ``message.poses`` (None if it has none).
+
+    A policy that reads its visit memory needs them with every observation; the environment server
+    always sends them.
+    """
+    if message.poses is None:
+        return None
+    # copies: decoded arrays are read-only, and torch warns about tensors on read-only memory
+    position = torch.tensor(message.poses.position, dtype=torch.float32, device=device)
+    return position, torch.tensor(message.poses.yaw, dtype=torch.float32, device=device)
+
+
 def action_message(actions: torch.Tensor, env_ids: np.ndarray, step_id: int, policy_id: str) -> Action:
     """Wrap clipped actions ``[B, 4]`` into the wire ``Action``.
 
