@@ -52,15 +52,12 @@ def test_a_memory_reading_policy_gets_the_shapers_memory_setting_and_refuses_ray
         ActorSettings()
 
 
-def test_a_visit_reading_policy_refuses_ray(dotenv: Path) -> None:
+def test_the_visit_settings_reach_the_policy_on_every_backend(dotenv: Path) -> None:
     dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_INPUT=true\nNAVI_ACTOR_POLICY__VISITS__SECTORS=6\n")
     assert ActorSettings().policy_config().visits.features == 7  # six sectors and "here"
-    dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_INPUT=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
-    with pytest.raises(ValueError, match=r"visit_input is not supported with train\.backend=ray"):
-        ActorSettings()
-    dotenv.write_text("NAVI_ACTOR_POLICY__VISIT_PREDICTION=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
-    with pytest.raises(ValueError, match=r"visit_prediction is not supported with train\.backend=ray"):
-        ActorSettings()
+    for setting in ("VISIT_INPUT", "VISIT_PREDICTION"):  # Ray's fragments carry the features
+        dotenv.write_text(f"NAVI_ACTOR_POLICY__{setting}=true\nNAVI_ACTOR_TRAIN__BACKEND=ray\n")
+        assert ActorSettings().train.backend == "ray"
 
 
 def test_quiet_drones_leave_a_loud_one_and_refuse_ray_and_open_loop_chunks(dotenv: Path) -> None:

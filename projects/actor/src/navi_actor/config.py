@@ -295,12 +295,6 @@ class ActorSettings(NaviSettings):
                 "policy.memory_input is not supported with train.backend=ray yet (rollout fragments do "
                 "not carry the loop scores); train with the local backend"
             )
-        if (policy.visit_input or policy.visit_prediction) and self.train.backend == "ray":
-            name = "policy.visit_input" if policy.visit_input else "policy.visit_prediction"
-            raise ValueError(
-                f"{name} is not supported with train.backend=ray yet (rollout fragments do "
-                "not carry the visit features); train with the local backend"
-            )
         if rollout.quiet_drones and rollout.quiet_drones >= rollout.num_actors:
             raise ValueError(
                 f"rollout.quiet_drones ({rollout.quiet_drones}) must be fewer than rollout.num_actors "

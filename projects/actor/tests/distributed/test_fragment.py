@@ -31,10 +31,10 @@ TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def settings() -> ActorSettings:
+def settings(**policy: Any) -> ActorSettings:
     return ActorSettings(
         temporal_core="gru",
-        policy=TINY_POLICY,
+        policy=TINY_POLICY | policy,
         environment={"backend": "point", "point_azimuth": 16, "point_elevation": 8, "point_max_steps": 6},
         rollout={"num_actors": 2, "rollout_length": 16, "sequence_length": 8},
         telemetry={"enabled": False},
@@ -82,6 +82,30 @@ def test_fragments_tile_the_learner_storage_and_gae_matches_each_worker() -> Non
         torch.testing.assert_close(learner.returns[:, columns], worker.collector.storage.returns)
     torch.testing.assert_close(learner.advantages, normalize_advantages(raw_advantages))
     assert fragments[0].stats.env_steps == 32 and fragments[0].observation.shape == (3, 16, 8)
+
+
+@pytest.mark.parametrize("source", ["positions", "frontiers"])
+def test_fragments_of_a_visit_reading_policy_carry_the_features_it_read(source: str) -> None:
+    """The learner replays the visit features the worker's policy read when it acted: they travel in
+    the fragment and land in the learner's columns, as every other buffer does."""
+    config = settings(visit_input=True, visits={"source": source, "write_every": 1})
+    weights, policy_module = bundle(config)
+    features = policy_module.cfg.visits.features
+    worker = RolloutWorker(config, 0, "cpu", 1)
+    fragment = worker.collect(weights)
+    assert worker.collector is not None and worker.collector.storage.visit_features is not None
+    sent = fragment.buffers["visit_features"]
+    assert sent.shape == (16, 2, features) and float(sent.max()) > 0.0  # the drones read something
+    learner = RolloutStorage(
+        16, 4, obs_shape=(3, 16, 8), action_dim=4, state_size=policy_module.state_size, sequence_length=8,
+        visit_features=features,
+    )  # fmt: skip
+    load_fragments(learner, [fragment, fragment])
+    assert learner.visit_features is not None
+    assert torch.equal(learner.visit_features[:, 2:], torch.from_numpy(sent))
+    del fragment.buffers["visit_features"]
+    with pytest.raises(ValueError, match="fragment has no visit_features"):
+        load_fragments(learner, [fragment, fragment])
 
 
 def test_worker_adopts_new_weights_by_run_and_version() -> None:

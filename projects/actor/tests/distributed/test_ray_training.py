@@ -69,10 +69,14 @@ def settings(**overrides: Any) -> ActorSettings:
 
 
 def train(
-    pool: WorkerPool, config: DistributedConfig, artifacts: Path, checkpoint: Path | None = None
+    pool: WorkerPool,
+    config: DistributedConfig,
+    artifacts: Path,
+    checkpoint: Path | None = None,
+    run_settings: ActorSettings | None = None,
 ) -> Any:
     trainer = DistributedTrainer(
-        settings(), config, artifacts_dir=artifacts, checkpoint=checkpoint, pool=pool
+        run_settings or settings(), config, artifacts_dir=artifacts, checkpoint=checkpoint, pool=pool
     )
     return trainer.run_training()
 
@@ -106,6 +110,22 @@ def test_two_workers_train_checkpoint_and_resume(pool: WorkerPool, tmp_path: Pat
     assert final.update_index == 6 and final.episode_count > saved.episode_count
     assert final.parent_checkpoint == str(first.final_checkpoint)
     assert ModelRegistry(tmp_path / "models").latest() is not None
+
+
+def test_a_policy_reading_the_frontier_map_trains_on_ray(pool: WorkerPool, tmp_path: Path) -> None:
+    """The workers keep each drone's frontier map, the fragments carry the features the policy read,
+    and the learner replays them: one synchronous update, as on the local backend."""
+    reading = settings(
+        policy=TINY_POLICY | {"visit_input": True, "visits": {"source": "frontiers"}},
+        train={"total_steps": STEPS_PER_UPDATE},
+    )
+    config = DistributedConfig(num_workers=2, collect_ahead=False, max_staleness=0)
+    summary = train(pool, config, tmp_path, run_settings=reading)
+    assert summary.updates_this_run == 1 and summary.dropped_fragments == 0
+    saved = load_checkpoint(summary.final_checkpoint)
+    assert saved.policy_config.visit_input and saved.policy_config.visits.source == "frontiers"
+    record = json.loads((summary.run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    assert 0.0 < record["losses/approx_kl"] < 1.0  # a real update on the replayed features
 
 
 def test_stale_fragments_are_dropped_and_a_killed_worker_is_restarted(

@@ -36,6 +36,13 @@ STORAGE_FIELDS = (
     "sequence_states",
     "lags",
 )
+VISIT_FIELD = "visit_features"  # [T, B, F], only in the rollouts of a policy that reads or predicts them
+
+
+def storage_fields(storage: RolloutStorage) -> tuple[str, ...]:
+    """The buffers a fragment of ``storage`` carries: ``STORAGE_FIELDS``, and the visit features the
+    policy read (``policy.visit_input``) or predicts (``visit_prediction``) when the storage keeps them."""
+    return STORAGE_FIELDS + ((VISIT_FIELD,) if storage.visit_features is not None else ())
 
 
 @dataclass
@@ -90,7 +97,8 @@ def fragment_from_storage(
     Returns:
         The :class:`RolloutFragment`.
     """
-    buffers = {name: getattr(storage, name).detach().to("cpu").numpy().copy() for name in STORAGE_FIELDS}
+    fields = storage_fields(storage)
+    buffers = {name: getattr(storage, name).detach().to("cpu").numpy().copy() for name in fields}
     return RolloutFragment(
         worker_index=worker_index,
         run_id=run_id,
@@ -131,9 +139,11 @@ def load_fragments(storage: RolloutStorage, fragments: list[RolloutFragment]) ->
     width, device = widths[0], storage.device
     for index, fragment in enumerate(fragments):
         columns = slice(index * width, (index + 1) * width)
-        for name in STORAGE_FIELDS:
+        for name in storage_fields(storage):
             target = getattr(storage, name)
-            source = fragment.buffers[name]
+            source = fragment.buffers.get(name)
+            if source is None:
+                raise ValueError(f"fragment has no {name}: its worker's policy does not keep them")
             if tuple(source.shape) != (target.shape[0], width, *target.shape[2:]):
                 raise ValueError(f"fragment field {name} has shape {source.shape}, storage {target.shape}")
             target[:, columns].copy_(_tensor(source, device))
@@ -141,14 +151,13 @@ def load_fragments(storage: RolloutStorage, fragments: list[RolloutFragment]) ->
 
 
 def whole_buffers(
-    fragments: list[RolloutFragment], device: torch.device
+    fragments: list[RolloutFragment], device: torch.device, fields: tuple[str, ...] = STORAGE_FIELDS
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """The ``K`` fragments side by side as ``[T, K*B, ...]`` tensors (``STORAGE_FIELDS``) and ``[K*B]``
-    bootstrap values: what :func:`load_fragments` writes into a storage, for a learner that shares
-    the columns out among data-parallel ranks."""
+    """The ``K`` fragments side by side as ``[T, K*B, ...]`` tensors (``fields``, those of
+    :func:`storage_fields`) and ``[K*B]`` bootstrap values: what :func:`load_fragments` writes into a
+    storage, for a learner that shares the columns out among data-parallel ranks."""
     buffers = {
-        name: torch.cat([_tensor(f.buffers[name], device) for f in fragments], dim=1)
-        for name in STORAGE_FIELDS
+        name: torch.cat([_tensor(f.buffers[name], device) for f in fragments], dim=1) for name in fields
     }
     return buffers, torch.cat([_tensor(f.last_values, device) for f in fragments])
 

@@ -35,7 +35,7 @@ from navi_actor.distributed.data_parallel import (
     scatter_columns,
     sync_rnd,
 )
-from navi_actor.distributed.fragment import STORAGE_FIELDS, merge_stats, whole_buffers
+from navi_actor.distributed.fragment import merge_stats, storage_fields, whole_buffers
 from navi_actor.distributed.ray_source import RayRollouts
 from navi_actor.distributed.worker_pool import WorkerPool
 from navi_actor.registry import ModelRegistry, RegistryEntry
@@ -88,8 +88,8 @@ class ShardedRayRollouts(RayRollouts):
             raise KeyboardInterrupt
         broadcast_floats([1.0, gamma, gae_lambda], device)
         self._fragments = fragments = self.gather()
-        whole, last_values = whole_buffers(fragments, device)
-        for name in STORAGE_FIELDS:
+        whole, last_values = whole_buffers(fragments, device, storage_fields(storage))
+        for name in storage_fields(storage):
             scatter_columns(whole[name], getattr(storage, name), 0, self.ranks)
         mine = torch.empty(storage.num_envs, device=device)
         scatter_columns(last_values, mine, 0, self.ranks)
@@ -139,7 +139,7 @@ def replica_loop(settings: ActorSettings, artifacts_dir: Path, rank: int, ranks:
         go, gamma, gae_lambda = broadcast_floats([0.0, 0.0, 0.0], device)
         if not go:
             return
-        for name in STORAGE_FIELDS:
+        for name in storage_fields(storage):
             scatter_columns(None, getattr(storage, name), rank, ranks)
         scatter_columns(None, last_values, rank, ranks)
         storage.compute_returns(last_values, gamma, gae_lambda)

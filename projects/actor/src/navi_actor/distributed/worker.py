@@ -112,6 +112,7 @@ class RolloutWorker:
             action_dim=policy_config.action_dim,
             state_size=self.policy.state_size,
             sequence_length=rollout.sequence_length,
+            visit_features=policy_config.visits.features if self.policy.keeps_visit_features else 0,
             device=device,
         )
         seed = settings.train.seed + 1_000_003 * (self.worker_index + 1) + step_id
@@ -152,11 +153,10 @@ class RolloutWorker:
         rollout = self.settings.rollout
         stats = self.collector.collect(rollout.gamma, rollout.gae_lambda)
         collector = self.collector
-        with torch.no_grad():  # V(s_T) exactly as the collector bootstrapped its own GAE
-            last_values = self.policy.value(collector.obs, collector.state, collector.episode_start)
+        assert collector.last_values is not None
         return fragment_from_storage(
             collector.storage,
-            last_values,
+            collector.last_values,  # V(s_T) as the collector bootstrapped its own GAE
             stats,
             worker_index=self.worker_index,
             run_id=self.weights_key[0],

@@ -134,6 +134,7 @@ class RolloutCollector:
         self._running_shaped = torch.zeros(B, device=device)
         self._running_length = torch.zeros(B, device=device)
         self._scene_index: torch.Tensor | None = None  # [B] last scene per drone, read once per rollout
+        self.last_values: torch.Tensor | None = None  # [B] V(s_T) the last rollout bootstrapped from
 
     def restart(self, seed: int) -> None:
         """Reset the environment and start every drone's episode afresh (state, memories, returns).
@@ -227,11 +228,11 @@ class RolloutCollector:
             if self.on_step is not None:
                 self.on_step(self.obs)
         with timer.stage("policy"):
-            last_values = self.policy.value(
+            self.last_values = self.policy.value(
                 self.obs, self.state, self.episode_start, memory=self.memory,
                 visit_features=self._visit_features(write=False),
             )  # fmt: skip
-        storage.compute_returns(last_values, gamma, gae_lambda)
+        storage.compute_returns(self.last_values, gamma, gae_lambda)
         return self._summarise(ended, sums, timer.totals())
 
     def _shape(self, step: VectorStep, acted: ActOutput) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
