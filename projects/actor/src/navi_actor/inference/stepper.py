@@ -20,6 +20,12 @@ from navi_actor.models import ActOutput, NaviPolicy
 Poses = tuple[torch.Tensor, torch.Tensor]
 """``(position [B, 3], yaw [B])`` of the drones, in world metres and radians."""
 
+MISSING_POSES = (
+    "this policy reads its visit memory (policy.visit_input), which needs the drones' poses with "
+    "every observation, and none came"
+)
+"""The one-line refusal of an observation without poses (the stepper's and the real-time brain's)."""
+
 
 class PolicyStepper:
     """Carries the recurrent state of ``B`` drones from one observation to the next.
@@ -93,10 +99,7 @@ class PolicyStepper:
         if self.visits is None:
             return None
         if poses is None:
-            raise ValueError(
-                "this policy reads its visit memory (policy.visit_input), which needs the drones' "
-                "poses with every observation, and none came"
-            )
+            raise ValueError(MISSING_POSES)
         position, yaw = poses
         if position.shape != (self.num_actors, 3) or yaw.shape != (self.num_actors,):
             raise ValueError(

@@ -34,6 +34,7 @@ import numpy as np
 import structlog
 import torch
 
+from navi_actor.inference.stepper import MISSING_POSES
 from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.service.chunk_schedule import upcoming_tick
 from navi_actor.service.config import ServiceConfig
@@ -123,10 +124,7 @@ class RealtimeLoop:
         if isinstance(message, DistanceMatrix):
             arrival = time.monotonic()
             if self.plan.needs_poses and message.poses is None:  # as the sequential brain refuses it
-                raise ValueError(
-                    "this policy reads its visit memory (policy.visit_input), which needs the drones' "
-                    "poses with every observation, and none came"
-                )
+                raise ValueError(MISSING_POSES)
             if self.shared is None or not self.shared.layout.fits(message):
                 self._start_worker(message)
             if message.step_id < self.latest_tick:
