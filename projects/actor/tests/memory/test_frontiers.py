@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from navi_actor.memory import VisitMemoryConfig
-from navi_actor.memory.frontiers import FrontierMemory, frontier_cells, new_visit_reader
+from navi_actor.memory.frontiers import FrontierMemory, frontier_cells, grid_path_lengths, new_visit_reader
 from navi_actor.memory.visits import VisitMemory, mirror_visit_features
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings, SensorSettings
@@ -35,9 +35,11 @@ def seen_from(env: SdfDagBackend, position: tuple[float, float, float], yaw: flo
     return env.start_episodes(torch.tensor([0]), torch.tensor([0]), where, torch.tensor([yaw])).clone()
 
 
-def observed(env: SdfDagBackend, position: tuple[float, float, float], yaw: float) -> torch.Tensor:
+def observed(
+    env: SdfDagBackend, position: tuple[float, float, float], yaw: float, cfg: VisitMemoryConfig = FRONTIERS
+) -> torch.Tensor:
     """Features [F] of a fresh one-drone frontier memory after one observation there."""
-    memory = FrontierMemory(FRONTIERS, 1, 64, 16)
+    memory = FrontierMemory(cfg, 1, 64, 16)
     obs = seen_from(env, position, yaw)
     return memory.observe(torch.tensor([position]), torch.tensor([yaw]), torch.tensor([True]), obs)[0]
 
@@ -94,10 +96,12 @@ def test_an_episode_start_forgets_the_map_of_its_row_only(two_rooms: SdfDagBacke
     assert int((memory.grids.grid[1] != kept).sum()) > 0 and int((kept > 0).sum()) > 0  # row 1 adds on
 
 
-def test_mirrored_features_are_those_of_the_mirrored_heading() -> None:
+@pytest.mark.parametrize("distance", ["straight", "path"])
+def test_mirrored_features_are_those_of_the_mirrored_heading(distance: str) -> None:
     env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(MIRROR_BOX, 64)])
-    left = observed(env, (1.0, 0.0, 1.5), 0.5)  # the box is symmetric about y = 0
-    right = observed(env, (1.0, 0.0, 1.5), -0.5)
+    cfg = VisitMemoryConfig(source="frontiers", frontier_distance=distance)  # type: ignore[arg-type]
+    left = observed(env, (1.0, 0.0, 1.5), 0.5, cfg)  # the box is symmetric about y = 0
+    right = observed(env, (1.0, 0.0, 1.5), -0.5, cfg)
     assert float(left[:8].max()) > 0.0 and not torch.allclose(left, right)
     torch.testing.assert_close(mirror_visit_features(left[None])[0], right, atol=1e-4, rtol=0.0)
 
@@ -122,3 +126,43 @@ def test_an_unknown_hole_inside_mapped_space_is_not_a_frontier_but_unknown_space
     grid[0, 20:23, 20:23] = UNKNOWN  # a 3 x 3 unknown block (9 cells) is space to explore:
     # the free cells beside the middle of each of its sides are frontiers
     assert int(frontier_cells(grid)[0, 11:29, 11:29].sum()) == 4
+
+
+def test_by_path_a_frontier_behind_a_wall_does_not_count_and_the_door_sector_leads_to_it(
+    two_rooms: SdfDagBackend,
+) -> None:
+    """Room 1 swept, a look into room 2 through the door (its lower and upper strips stay beyond
+    sight: frontiers), then back to room 1's lower edge, the wall 1.35 m ahead (+x) and the door up
+    to the left (bearing 64 degrees: between sectors 1 and 2)."""
+    room_1 = ((1.5, 1.5), (1.5, 4.25), (1.5, 7.0), (4.5, 1.5), (4.5, 7.0), (4.5, 4.25))
+    flight = (*room_1, (8.0, 4.25), (4.5, 1.2))
+    read = {}
+    for distance in ("straight", "path"):
+        memory = FrontierMemory(VisitMemoryConfig(source="frontiers", frontier_distance=distance), 1, 64, 16)
+        start = torch.tensor([True])
+        for x, y in flight:
+            obs = seen_from(two_rooms, (x, y, 1.5), 0.0)
+            features = memory.observe(torch.tensor([[x, y, 1.5]]), torch.zeros(1), start, obs)[0]
+            start = torch.tensor([False])
+        read[distance] = features
+    assert float(read["straight"][0]) > 0.3  # the straight line runs through the wall into room 2
+    by_path = read["path"]
+    assert float(by_path[0]) == 0.0 and int(by_path[:8].argmax()) in (1, 2)  # the door: 45-90 degrees
+    assert 0.0 < float(by_path[1]) < float(read["straight"][0])  # the way round through the door is longer
+
+
+def test_grid_path_lengths_go_round_walls_diagonals_cost_root_two_and_stop_at_max_steps() -> None:
+    passable = torch.ones(1, 5, 5, dtype=torch.bool)
+    passable[0, 0:4, 2] = False  # a wall down column 2, open at the bottom row
+    start = torch.full((1, 5, 5), math.inf)
+    start[0, 0, 0] = 0.0
+    length = grid_path_lengths(start, passable, 100)[0]
+    root2 = math.sqrt(2.0)
+    assert float(length[0, 1]) == 1.0 and float(length[1, 1]) == pytest.approx(root2)
+    assert float(length[4, 2]) == pytest.approx(2.0 + 2 * root2)  # down to the gap: 2 diagonals
+    assert float(length[0, 3]) == pytest.approx(5.0 + 3 * root2)  # through the gap, back up
+    assert math.isinf(float(length[0, 2]))  # the wall itself
+    short = grid_path_lengths(start, passable, 3)[0]
+    assert float(short[3, 0]) == 3.0 and math.isinf(float(short[0, 3]))  # 3 relaxations: 3 cells out
+    start[0, 4, 4] = 0.5  # a second start, half a cell on: each cell's nearest
+    assert float(grid_path_lengths(start, passable, 100)[0, 4, 3]) == pytest.approx(1.5)

@@ -72,6 +72,13 @@ class VisitMemoryConfig(BaseModel):
     frontier_radius_m: float = Field(
         default=10.0, gt=0, description="Frontier cells farther than this from the drone do not count."
     )
+    frontier_distance: Literal["straight", "path"] = Field(
+        default="straight",
+        description="How a sector's distance to its nearest frontier is measured: straight, the straight "
+        "line from the drone to the frontier cell (which may cross a wall); path, the shortest path over "
+        "the map's free cells that leaves the drone in that sector (so the sector of a doorway lights up "
+        "for the room behind it, and frontiers behind a wall do not).",
+    )
     frontier_scale_m: float = Field(
         default=3.0, gt=0, description="A sector's feature is exp(-distance / this) of its nearest frontier."
     )

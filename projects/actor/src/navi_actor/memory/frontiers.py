@@ -37,6 +37,9 @@ from navi_environment.planning.occupancy import FREE, UNKNOWN, OccupancyGrids
 MAP_M = 80.0  # edge of each drone's map (the planner's), centred on its episode start
 SLAB_HALF_M = 0.5  # half height of the mapped slab around the drone's current height (the planner's)
 HOLE_CELLS = 5  # unknown cells in a 3 x 3 block below which an unknown cell is a hole, not a frontier
+RING_M = (1.0, 2.0)  # path mode: the ring of cells, metres from the drone, through which paths leave it
+RING_SLACK = 1.5  # path mode: a ring cell counts when the path to it is at most this times the straight line
+GRID_STEPS = tuple((dy, dx, math.hypot(dy, dx)) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
 
 
 class FrontierMemory:
@@ -118,7 +121,8 @@ class FrontierMemory:
         flat = (b * size + row.clamp(0, size - 1)) * size + col.clamp(0, size - 1)
         window = torch.where(inside, grids.grid.flatten()[flat], UNKNOWN)  # beyond the map: unknown
         frontier = frontier_cells(window)[:, 2:-2, 2:-2]
-        unknown = window[:, 2:-2, 2:-2] == UNKNOWN
+        known = window[:, 2:-2, 2:-2]
+        unknown = known == UNKNOWN
         col, row = col[:, 2:-2, 2:-2], row[:, 2:-2, 2:-2]
         corner = grids.origin - position[:, :2]  # [B, 2] map corner relative to the drone
         dx = corner[:, 0, None, None] + (col.float() + 0.5) * cfg.frontier_cell_m
@@ -128,7 +132,11 @@ class FrontierMemory:
         width = 2.0 * math.pi / cfg.sectors  # sector k is centred on bearing k * width
         bearing = torch.atan2(dy, dx) - yaw[:, None, None]
         sector = torch.remainder(torch.round(bearing / width), cfg.sectors).long().flatten(1)
-        counted = torch.where(frontier & disc, distance, math.inf).flatten(1)  # [B, W*W]
+        if cfg.frontier_distance == "path":
+            counted = frontier_path_lengths(frontier & disc, known == FREE, distance, cfg.frontier_cell_m)
+        else:
+            counted = torch.where(frontier & disc, distance, math.inf)
+        counted = counted.flatten(1)  # [B, W*W]
         nearest = torch.full((B, cfg.sectors), math.inf, device=grids.device)
         nearest = nearest.scatter_reduce(1, sector, counted, reduce="amin")
         unmapped = (unknown & disc).flatten(1).sum(1) / disc.flatten(1).sum(1).clamp(min=1)
@@ -145,6 +153,48 @@ def frontier_cells(grid: torch.Tensor) -> torch.Tensor:
     cross = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], device=grid.device)
     near = nnf.conv2d(region.float(), cross.view(1, 1, 3, 3), padding=1)[:, 0] > 0
     return (grid == FREE) & near
+
+
+def frontier_path_lengths(
+    frontier: torch.Tensor, free: torch.Tensor, distance: torch.Tensor, cell_m: float
+) -> torch.Tensor:
+    """``[B, w, w]`` metres of the shortest path over free cells from the drone (``distance`` [B, w, w]
+    from it to each cell's centre) through each cell of the ring ``RING_M`` around it on to the
+    nearest ``frontier`` cell; inf elsewhere and where no such path lies in the window.
+
+    A ring cell counts only when the path to it from the drone is at most ``RING_SLACK`` times the
+    straight line (so a cell on the far side of a thin wall, mapped from the other side, does not), and
+    its sector is the way the path leaves the drone: the sector of a doorway carries the rooms behind.
+    Paths start at the drone's exact position (the cells within one cell of it, at their distance),
+    so that mirrored poses read mirrored features.
+    """
+    near = distance <= cell_m
+    passable = free | near  # the cells around the drone, whatever the map says
+    no_path = torch.full_like(distance, math.inf)
+    to_frontier = grid_path_lengths(torch.where(frontier, 0.0, no_path), passable, 4 * free.shape[-1])
+    steps = math.ceil(RING_M[1] * RING_SLACK / cell_m)
+    from_drone = grid_path_lengths(torch.where(near, distance / cell_m, no_path), passable, steps) * cell_m
+    ring = (distance >= RING_M[0]) & (distance <= RING_M[1]) & (from_drone <= RING_SLACK * distance)
+    return torch.where(ring, from_drone + to_frontier * cell_m, math.inf)
+
+
+def grid_path_lengths(start: torch.Tensor, passable: torch.Tensor, max_steps: int) -> torch.Tensor:
+    """``[B, H, W]`` shortest 8-connected path length, in cells (1 per side step, sqrt 2 per diagonal),
+    over ``passable`` cells from the cells where ``start`` is finite (starting with that length),
+    relaxing at most ``max_steps`` times (paths of more cells stay inf); inf where no path reaches.
+    Stops early once nothing changes."""
+    height, width = passable.shape[-2:]
+    length = torch.where(passable, start, math.inf)
+    for step in range(max_steps):
+        padded = nnf.pad(length, (1, 1, 1, 1), value=math.inf)
+        best = length
+        for dy, dx, cost in GRID_STEPS:
+            best = torch.minimum(best, padded[:, 1 + dy : 1 + dy + height, 1 + dx : 1 + dx + width] + cost)
+        best = torch.where(passable, best, math.inf)
+        if step % 8 == 7 and torch.equal(best, length):
+            return best
+        length = best
+    return length
 
 
 def new_visit_reader(
