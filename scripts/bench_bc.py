@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from navi_actor.bc import BCConfig, load_demonstrations, split_episodes, train_bc
+from navi_actor.evaluation.evaluator import ActingInputs
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_auditor.demos.batch_recorder import record_autopilot_batch
 from navi_auditor.explorer.autopilot import Autopilot
@@ -87,10 +88,11 @@ def fly(
     positions = torch.empty(steps, B, 3, device=device)
     collisions = torch.zeros(B, device=device)
     imitation = torch.zeros((), device=device)
+    inputs = ActingInputs(policy, backend, device)  # the visit memory the default policy reads, and its poses
     for t in range(steps):
         expert = teacher(obs)
         if pilot == "bc":
-            out = policy.act(obs, state, starts, deterministic=True)
+            out = policy.act(obs, state, starts, deterministic=True, **inputs(starts, obs))
             state, action = out.state, policy.physics_action(out.action)
             imitation += (action - expert).square().mean()
         elif pilot == "random":

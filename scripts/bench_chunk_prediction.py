@@ -111,15 +111,18 @@ def rollout(
     checkpoint: Path, scene: Path, *, drones: int, ticks: int, seed: int, stochastic: bool
 ) -> dict[str, np.ndarray]:
     """Fly the policy closed loop for ``ticks`` ticks; its chunks, means and episode ends per tick."""
+    from navi_actor.evaluation.evaluator import ActingInputs
+
     policy, backend = chunk_policy_and_scene(checkpoint, scene, drones)
     torch.manual_seed(seed)
     obs = backend.reset(seed)
     state = policy.initial_state(drones)
     start = torch.ones(drones, dtype=torch.bool)
     chunks, means, ended, executed = [], [], [], []
+    inputs = ActingInputs(policy, backend, backend.device)  # the visit memory, if the policy reads one
     with torch.inference_mode():
         for _ in range(ticks):
-            acted = policy.act(obs, state, start, deterministic=not stochastic)
+            acted = policy.act(obs, state, start, deterministic=not stochastic, **inputs(start, obs))
             assert acted.action_chunk is not None and acted.action_mean is not None
             action = policy.physics_action(acted.action)
             chunks.append(policy.physics_action(acted.action_chunk).numpy())

@@ -37,7 +37,7 @@ def fly(policy: Any, backend: Any, plan: tuple[torch.Tensor, torch.Tensor], *, t
     cells, collisions, drone_ticks = np.zeros(drones), 0.0, 0.0
     flown, previous, jerk, guarded = [], None, [], 0.0
     for tick in range(ticks):
-        action = brain.action(tick, obs)
+        action = brain.action(tick, obs, backend.poses())
         if guard is not None:
             wanted, action = action.clamp(-1.0, 1.0), guard(action, obs)
             guarded += float(((action - wanted).abs().amax(dim=1) > 1e-6).numpy()[live].sum())

@@ -24,6 +24,7 @@ import torch
 
 def fly(policy: Any, scene: Path, drones: int, steps: int, seed: int) -> dict[str, float]:
     """One episode per drone; (mean coverage, collisions per step, acting ms per drone-step)."""
+    from navi_actor.evaluation.evaluator import ActingInputs
     from navi_environment.backend import SdfDagBackend
     from navi_environment.config import EnvironmentSettings
 
@@ -36,11 +37,10 @@ def fly(policy: Any, scene: Path, drones: int, steps: int, seed: int) -> dict[st
     coverage = torch.zeros(drones)
     ended = torch.zeros(drones, dtype=torch.bool)
     collisions, acting = 0.0, 0.0
+    inputs = ActingInputs(policy, env, env.device)  # the pose and the memories the policy reads
     for _ in range(steps):
         tick = time.perf_counter()
-        pose = env.poses() if getattr(policy, "uses_pose", False) else None
-        kwargs = {"pose": pose} if pose is not None else {}
-        result = policy.act(obs, state, start, **kwargs)
+        result = policy.act(obs, state, start, **inputs(start, obs))
         acting += time.perf_counter() - tick
         state = result.state
         out = env.step(result.action)

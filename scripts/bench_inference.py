@@ -32,16 +32,18 @@ def _synchronise(device: torch.device) -> None:
 
 
 def time_inference(policy: NaviPolicy, drones: int, calls: int, warmup: int) -> list[float]:
-    """Milliseconds of ``calls`` timed ``act_chunk`` calls on random observations, after ``warmup``."""
+    """Milliseconds of ``calls`` timed ``act_chunk`` calls on random observations, after ``warmup``
+    (with the drones' poses, which a policy reading its visit memory folds into its map every call)."""
     device = next(policy.parameters()).device
     stepper = PolicyStepper(policy, drones, deterministic=True)
     cfg = policy.cfg
     obs = torch.rand(drones, 3, cfg.azimuth, cfg.elevation, device=device)
+    poses = (torch.full((drones, 3), 1.5, device=device), torch.zeros(drones, device=device))
     times = []
     for call in range(warmup + calls):
         _synchronise(device)
         started = time.perf_counter()
-        stepper.act_chunk(obs).to("cpu")  # the brain copies the chunk to shared memory on the host
+        stepper.act_chunk(obs, poses).to("cpu")  # the brain copies the chunk to shared memory on the host
         _synchronise(device)
         if call >= warmup:
             times.append((time.perf_counter() - started) * 1e3)

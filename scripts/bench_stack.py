@@ -65,7 +65,7 @@ def _in_process(files: dict[str, Path], sensor: dict[str, int], drones: int, ste
     periods: list[float] = []
     for index in range(warmup + steps):
         started = time.perf_counter()
-        actions = stepper.act(obs)
+        actions = stepper.act(obs, backend.poses())
         step = backend.step(actions)
         stepper.end_episodes(step.terminated | step.truncated)
         obs = step.obs

@@ -88,8 +88,9 @@ def minibatch_flops(runner: OnPolicyRunner) -> int:
     batch = next(runner.storage.sequence_minibatches(runner.settings.ppo.num_minibatches))
     with FlopCounterMode(display=False) as counter:
         evaluation = runner.policy.evaluate_sequences(
-            batch.obs, batch.actions, batch.state0, batch.episode_starts, loop_scores=batch.loop_scores
-        )
+            batch.obs, batch.actions, batch.state0, batch.episode_starts, loop_scores=batch.loop_scores,
+            visit_features=batch.visit_features,
+        )  # fmt: skip
         loss = -(evaluation.log_prob * batch.advantages).mean() + evaluation.value.square().mean()
         loss = loss - evaluation.entropy.mean()
         loss.backward()

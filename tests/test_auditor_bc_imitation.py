@@ -24,6 +24,7 @@ ENV = EnvironmentSettings(
 )
 # spherical_cnn: on a 32 x 8 sensor rayvit sees only 4 patch tokens and imitates far slower.
 POLICY = PolicyConfig(
+    visit_input=False,
     azimuth=32, elevation=8, encoder_backend="spherical_cnn", temporal_core="gru", embed_dim=48
 )
 

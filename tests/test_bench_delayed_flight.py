@@ -21,7 +21,7 @@ from navi_environment.runtime.analytic import RoomSpec, room_scene
 def test_the_guard_keeps_a_delayed_flight_off_the_walls() -> None:
     bench = load_script("bench_delayed_flight")
     torch.manual_seed(0)
-    policy = NaviPolicy(PolicyConfig(action_chunk=6, **SMALL_REALTIME_POLICY)).eval()  # type: ignore[arg-type]
+    policy = NaviPolicy(PolicyConfig(visit_input=False, action_chunk=6, **SMALL_REALTIME_POLICY)).eval()  # type: ignore[arg-type]
     with torch.no_grad():  # a mean of 0.3 forward and full speed sideways, whatever it sees
         policy.actor.mean.weight.zero_()
         policy.actor.mean.bias.copy_(torch.tensor([0.3, 0.0, 1.0, 0.0]))

@@ -30,7 +30,7 @@ TINY = SMALL_REALTIME_POLICY
 
 def checkpoint(path: Path, chunk: int) -> Path:
     torch.manual_seed(0)
-    config = PolicyConfig(action_chunk=chunk, **TINY)  # type: ignore[arg-type]
+    config = PolicyConfig(visit_input=False, action_chunk=chunk, **TINY)  # type: ignore[arg-type]
     return save_checkpoint(Checkpoint(model=NaviPolicy(config).state_dict(), policy_config=config), path)
 
 

@@ -50,7 +50,7 @@ def async_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     scene = folder / "hall.gmdag"
     write_gmdag(compile_source("procedural:hall:seed=1", CompileSettings(), resolution=32).asset, scene)
     torch.manual_seed(5)
-    config = PolicyConfig(azimuth=32, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
+    config = PolicyConfig(visit_input=False, azimuth=32, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
     checkpoint = save_checkpoint(
         Checkpoint(model=NaviPolicy(config).state_dict(), policy_config=config), folder / "p.pt"
     )

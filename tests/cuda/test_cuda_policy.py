@@ -33,7 +33,7 @@ CONFIGS: dict[str, dict[str, object]] = {
 def policies(core: str, device: str) -> tuple[NaviPolicy, NaviPolicy]:
     """(CPU policy of ``CONFIGS[core]``, the same weights on ``device``), both in eval mode."""
     torch.manual_seed(0)
-    config = PolicyConfig(**CONFIGS[core], azimuth=AZ, elevation=EL, ssm_chunk=8)  # type: ignore[arg-type]
+    config = PolicyConfig(visit_input=False, **CONFIGS[core], azimuth=AZ, elevation=EL, ssm_chunk=8)  # type: ignore[arg-type]
     cpu = NaviPolicy(config).eval()
     return cpu, copy.deepcopy(cpu).to(device)
 

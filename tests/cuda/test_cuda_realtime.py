@@ -49,7 +49,7 @@ def test_realtime_brain_with_its_policy_on_the_accelerator_keeps_its_rate(
 def test_delayed_brain_on_the_accelerator_flies_as_on_the_cpu(variant: str, accel_device: str) -> None:
     """The in-process delayed brain (bench_delayed_flight, the DAgger recorder) gives the CPU's actions."""
     torch.manual_seed(0)
-    cpu = NaviPolicy(PolicyConfig(action_chunk=4, **SMALL_REALTIME_POLICY)).eval()  # type: ignore[arg-type]
+    cpu = NaviPolicy(PolicyConfig(visit_input=False, action_chunk=4, **SMALL_REALTIME_POLICY)).eval()  # type: ignore[arg-type]
     accel = copy.deepcopy(cpu).to(accel_device)
     env = PointGoalEnv(2, azimuth=32, elevation=8, max_steps=1000)
     frames = [env.reset(1)] + [env.step(torch.full((2, 4), 0.3)).obs.clone() for _ in range(11)]

@@ -36,7 +36,7 @@ def stack_files(folder: Path) -> dict[str, Path]:
     scene = folder / "hall.gmdag"
     write_gmdag(compile_source("procedural:hall:seed=1", CompileSettings(), resolution=32).asset, scene)
     torch.manual_seed(21)
-    config = PolicyConfig(azimuth=32, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
+    config = PolicyConfig(visit_input=False, azimuth=32, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
     policy = NaviPolicy(config)
     checkpoint = save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=config), folder / "p.pt")
     return {"scene": scene, "checkpoint": checkpoint, "artifacts": folder}

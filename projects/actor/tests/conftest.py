@@ -21,7 +21,15 @@ def small_config() -> PolicyConfig:
     """A GRU policy on a 16 x 8 sensor with 32-wide embeddings and one ViT layer (fast to train)."""
     from navi_actor.models.config import PolicyConfig
 
-    return PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
+    return PolicyConfig(
+        visit_input=False,
+        temporal_core="gru",
+        azimuth=16,
+        elevation=8,
+        embed_dim=32,
+        vit_dim=32,
+        vit_layers=1,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +37,8 @@ def small_policy() -> Callable[..., NaviPolicy]:
     """Builds a small policy: ``small_policy(core="gru", seed=0, **config)``.
 
     Seeded with ``seed`` just before it is built, in eval mode, on a 32 x 8 sensor with 32-wide
-    embeddings and one ViT layer; ``config`` overrides any ``PolicyConfig`` field (e.g. the sensor).
+    embeddings and one ViT layer, without the visit input (on by default: acting would need poses);
+    ``config`` overrides any ``PolicyConfig`` field (e.g. the sensor, or ``visit_input=True``).
     """
     import torch
 
@@ -38,7 +47,9 @@ def small_policy() -> Callable[..., NaviPolicy]:
     def build(core: str = "gru", seed: int = 0, **config: Any) -> NaviPolicy:
         torch.manual_seed(seed)
         sizes = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-        return NaviPolicy(PolicyConfig(temporal_core=core, **{**sizes, **config})).eval()
+        return NaviPolicy(
+            PolicyConfig(temporal_core=core, **{**sizes, "visit_input": False, **config})
+        ).eval()
 
     return build
 

@@ -129,7 +129,7 @@ def test_a_broken_registry_is_refused_in_one_line(tmp_path: Path) -> None:
     from navi_actor.checkpoints import Checkpoint, save_checkpoint
     from navi_actor.models import NaviPolicy, PolicyConfig
 
-    config = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8)
+    config = PolicyConfig(visit_input=False, temporal_core="gru", azimuth=16, elevation=8)
     checkpoint = save_checkpoint(
         Checkpoint(model=NaviPolicy(config).state_dict(), policy_config=config, step_id=1),
         tmp_path / "model.pt",

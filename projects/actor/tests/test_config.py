@@ -36,9 +36,9 @@ def test_a_typo_inside_a_group_still_fails_loudly(dotenv: Path) -> None:
 
 
 def test_a_frontier_reading_policy_gets_the_sensors_horizon(dotenv: Path) -> None:
-    dotenv.write_text("NAVI_ACTOR_POLICY__VISITS__SOURCE=frontiers\nNAVI_ENV_SENSOR__HORIZON_M=12\n")
+    dotenv.write_text("NAVI_ENV_SENSOR__HORIZON_M=12\n")  # the default policy reads the frontier map
     assert ActorSettings().policy_config().visits.horizon_m == 12.0  # depth is read in the sensor's metres
-    dotenv.write_text("NAVI_ENV_SENSOR__HORIZON_M=12\n")
+    dotenv.write_text("NAVI_ACTOR_POLICY__VISITS__SOURCE=positions\nNAVI_ENV_SENSOR__HORIZON_M=12\n")
     assert ActorSettings().policy_config().visits.horizon_m == 30.0  # unread for past positions: default
 
 

@@ -24,7 +24,9 @@ def test_ratio_is_one_before_the_first_gradient_step(core: str) -> None:
     torch.manual_seed(0)
     env = PointGoalEnv(3, azimuth=16, elevation=8, max_steps=5)
     small = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16}
-    policy = NaviPolicy(PolicyConfig(temporal_core=core, azimuth=16, elevation=8, ssm_chunk=4, **small))
+    policy = NaviPolicy(
+        PolicyConfig(visit_input=False, temporal_core=core, azimuth=16, elevation=8, ssm_chunk=4, **small)
+    )
     storage = RolloutStorage(
         24, 3, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
     )

@@ -13,7 +13,9 @@ from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 
-SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
+SMALL = PolicyConfig(
+    visit_input=False, temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1
+)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

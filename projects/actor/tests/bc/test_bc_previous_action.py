@@ -33,6 +33,7 @@ def constant_action_episodes(episodes: int, seed: int) -> DemoData:
 def cloned_mse(previous_action_input: bool) -> float:
     torch.manual_seed(0)
     config = PolicyConfig(
+        visit_input=False,
         temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
         previous_action_input=previous_action_input,
     )  # fmt: skip

@@ -30,6 +30,7 @@ def constant_demos(frames: int = 256, episode: int = 32) -> DemoData:
 def test_bc_learns_a_constant_action_in_both_modes(squash: str) -> None:
     torch.manual_seed(0)
     config = PolicyConfig(
+        visit_input=False,
         temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1
     )
     policy = NaviPolicy(config.model_copy(update={"action_squash": squash}))

@@ -19,7 +19,7 @@ from navi_actor.models import NaviPolicy, PolicyConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-EAGER = VisitMemoryConfig(write_every=1, exclusion_window=0)
+EAGER = VisitMemoryConfig(source="positions", write_every=1, exclusion_window=0)
 FRONTIERS = VisitMemoryConfig(source="frontiers")
 
 
@@ -75,10 +75,12 @@ def test_demonstrations_without_poses_are_refused_for_a_visit_reading_policy(tmp
 
 
 def small_policy(**visits: bool) -> NaviPolicy:
-    """A tiny GRU policy with the eager visit memory and the given visit settings."""
+    """A tiny GRU policy with the eager visit memory and the given visit settings (no input unless
+    ``visit_input=True``)."""
     torch.manual_seed(0)
     sizes = {"azimuth": 16, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-    return NaviPolicy(PolicyConfig(temporal_core="gru", visits=EAGER, **sizes, **visits))  # type: ignore[arg-type]
+    settings = {"visit_input": False, **visits}
+    return NaviPolicy(PolicyConfig(temporal_core="gru", visits=EAGER, **sizes, **settings))  # type: ignore[arg-type]
 
 
 def cloned(policy: NaviPolicy, data: DemoData, epochs: int) -> BCHistory:

@@ -25,6 +25,7 @@ from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
 AZ, EL = 16, 8
 TINY = PolicyConfig(
+    visit_input=False,
     azimuth=AZ, elevation=EL, temporal_core="gru", embed_dim=32, vit_dim=32, vit_layers=1, ssm_head_dim=16
 )
 

@@ -18,7 +18,7 @@ from navi_actor.checkpoints import (
 )
 from navi_actor.models import NaviPolicy, PolicyConfig
 
-SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8)
+SMALL = PolicyConfig(visit_input=False, temporal_core="gru", azimuth=16, elevation=8)
 
 
 def make_checkpoint(step_id: int = 123) -> Checkpoint:
@@ -149,3 +149,30 @@ def test_the_vit_readout_travels_and_old_checkpoints_read_as_cls(tmp_path: Path)
     payload["policy_config"] = SMALL.model_dump_json(exclude={"vit_readout"})  # written before the field
     torch.save(payload, tmp_path / "old.pt")
     assert load_checkpoint(tmp_path / "old.pt").policy_config.vit_readout == "cls"
+
+
+def test_checkpoints_written_before_the_visit_defaults_read_as_they_were_trained(tmp_path: Path) -> None:
+    """The default policy reads the frontier map by path (2026-12-02); a file written before
+    ``visit_input`` read no visit memory, before ``visits.source`` past positions, and before
+    ``visits.frontier_distance`` a frontier map by straight line. A current file keeps its values."""
+    frontier = SMALL.model_copy(update={"visit_input": True})
+    payload = make_checkpoint().to_payload()
+    payload["policy_config"] = frontier.model_dump_json(exclude={"visit_input"})
+    torch.save(payload, tmp_path / "no_input.pt")
+    assert load_checkpoint(tmp_path / "no_input.pt").policy_config.visit_input is False
+    payload["policy_config"] = frontier.model_dump_json(exclude={"visits": {"source", "frontier_distance"}})
+    torch.save(payload, tmp_path / "positions.pt")
+    assert load_checkpoint(tmp_path / "positions.pt").policy_config.visits.source == "positions"
+    payload["policy_config"] = frontier.model_dump_json(exclude={"visits": {"frontier_distance"}})
+    torch.save(payload, tmp_path / "straight.pt")
+    old = load_checkpoint(tmp_path / "straight.pt").policy_config
+    assert (old.visit_input, old.visits.source) == (True, "frontiers")
+    assert old.visits.frontier_distance == "straight"
+    path_visits = frontier.visits.model_copy(update={"frontier_distance": "path"})
+    by_path = frontier.model_copy(update={"visits": path_visits})
+    payload["policy_config"] = by_path.model_dump_json()
+    torch.save(payload, tmp_path / "path.pt")
+    assert load_checkpoint(tmp_path / "path.pt").policy_config.visits.frontier_distance == "path"
+    defaults = PolicyConfig()
+    assert defaults.visit_input and defaults.visits.source == "frontiers"
+    assert defaults.visits.frontier_distance == "path"

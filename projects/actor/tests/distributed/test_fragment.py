@@ -32,9 +32,10 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def settings(**policy: Any) -> ActorSettings:
+    """A tiny policy on the point toy, without the visit input unless ``policy`` turns it on."""
     return ActorSettings(
         temporal_core="gru",
-        policy=TINY_POLICY | policy,
+        policy=TINY_POLICY | {"visit_input": False} | policy,
         environment={"backend": "point", "point_azimuth": 16, "point_elevation": 8, "point_max_steps": 6},
         rollout={"num_actors": 2, "rollout_length": 16, "sequence_length": 8},
         telemetry={"enabled": False},

@@ -158,7 +158,7 @@ def test_a_visit_reading_policy_flies_the_plan_reading_its_poses(small_config: P
     every episode start, and flies the same plan to the same numbers again."""
     from navi_actor.memory import VisitMemoryConfig
 
-    eager = VisitMemoryConfig(write_every=1, exclusion_window=0, radius=50.0, height=50.0)
+    eager = VisitMemoryConfig(source="positions", write_every=1, exclusion_window=0, radius=50.0, height=50.0)
     torch.manual_seed(0)
     policy = NaviPolicy(small_config.model_copy(update={"visit_input": True, "visits": eager}))
     assert policy.visit_projection is not None

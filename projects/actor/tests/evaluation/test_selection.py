@@ -19,7 +19,9 @@ from navi_actor.evaluation.selection import (
 )
 from navi_actor.models import NaviPolicy, PolicyConfig
 
-SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1)
+SMALL = PolicyConfig(
+    visit_input=False, temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1
+)
 
 
 def candidate(step: int, coverage: float, collisions: float, careful: bool) -> Candidate:

@@ -38,7 +38,7 @@ SMALL = {"azimuth": 32, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_lay
 
 def _checkpoint(path: Path, **config: int) -> Path:
     torch.manual_seed(0)
-    policy = NaviPolicy(PolicyConfig(temporal_core="gru", **{**SMALL, **config}))  # type: ignore[arg-type]
+    policy = NaviPolicy(PolicyConfig(visit_input=False, temporal_core="gru", **{**SMALL, **config}))  # type: ignore[arg-type]
     return save_checkpoint(Checkpoint(model=policy.state_dict(), policy_config=policy.cfg), path)
 
 
@@ -89,7 +89,7 @@ def test_infer_refuses_a_checkpoint_for_another_sensor(tmp_path: Path) -> None:
 def test_inference_publishes_stats_and_actor_zero_observation() -> None:
     endpoint = free_tcp_endpoint()
     torch.manual_seed(0)
-    policy = NaviPolicy(PolicyConfig(temporal_core="gru", **SMALL))  # type: ignore[arg-type]
+    policy = NaviPolicy(PolicyConfig(visit_input=False, temporal_core="gru", **SMALL))  # type: ignore[arg-type]
     with Publisher(endpoint) as publisher, Subscriber(endpoint) as subscriber:
         publisher.wait_for_subscribers(timeout_ms=5000)
         telemetry = ActingTelemetry(publisher, "actor.inference", stats_seconds=1e9)

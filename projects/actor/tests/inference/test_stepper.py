@@ -104,7 +104,7 @@ def test_policy_sources_checkpoint_registry_and_fresh(
 
 def test_fresh_policies_are_reproducible_and_sized_from_the_observation() -> None:
     source = resolve_policy_source(None, Path("/nonexistent/models"))
-    config = PolicyConfig(temporal_core="gru", embed_dim=32, vit_dim=32, vit_layers=1)
+    config = PolicyConfig(visit_input=False, temporal_core="gru", embed_dim=32, vit_dim=32, vit_layers=1)
     first = build_policy(source, config, (3, 32, 8), seed=4)
     second = build_policy(source, config, (3, 32, 8), seed=4)
     assert (first.cfg.azimuth, first.cfg.elevation) == (32, 8)

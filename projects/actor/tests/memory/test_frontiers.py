@@ -17,7 +17,7 @@ from navi_environment.planning.occupancy import FREE, UNKNOWN
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 
 SETTINGS = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=64, elevation_bins=16))
-FRONTIERS = VisitMemoryConfig(source="frontiers")
+FRONTIERS = VisitMemoryConfig(source="frontiers", frontier_distance="straight")
 # Two rooms (6 x 8 m and 4 x 8 m) joined by a 2.5 m door (y 3 to 5.5) in a 0.3 m wall at x = 6.
 TWO_ROOMS = RoomSpec(hi=(10.0, 8.0, 3.0), thin_wall_x=6.0, thin_wall_thickness=0.3, thin_wall_gap=(3.0, 5.5))
 MIRROR_BOX = RoomSpec(lo=(-4.0, -2.0, 0.0), hi=(4.0, 2.0, 3.0))
@@ -107,8 +107,8 @@ def test_mirrored_features_are_those_of_the_mirrored_heading(distance: str) -> N
 
 
 def test_the_source_setting_picks_the_memory_and_observe_needs_the_rays() -> None:
-    assert isinstance(new_visit_reader(VisitMemoryConfig(), 2, 64, 16), VisitMemory)
-    frontiers = new_visit_reader(FRONTIERS, 2, 64, 16)
+    assert isinstance(new_visit_reader(VisitMemoryConfig(source="positions"), 2, 64, 16), VisitMemory)
+    frontiers = new_visit_reader(VisitMemoryConfig(), 2, 64, 16)  # the default
     assert isinstance(frontiers, FrontierMemory) and FRONTIERS.features == 9
     with pytest.raises(ValueError, match="pass obs"):
         frontiers.observe(torch.zeros(2, 3), torch.zeros(2), torch.ones(2, dtype=torch.bool))

@@ -12,7 +12,7 @@ from navi_actor.memory import VisitMemory, VisitMemoryConfig
 from navi_actor.memory.visits import mirror_visit_features
 
 #: every position written and counted at once; one position saturates a feature to 1 - 1/e
-EAGER = VisitMemoryConfig(write_every=1, exclusion_window=0, saturation=1.0)
+EAGER = VisitMemoryConfig(source="positions", write_every=1, exclusion_window=0, saturation=1.0)
 ONE = 1.0 - math.exp(-1.0)
 
 
@@ -66,7 +66,7 @@ def test_an_episode_start_clears_the_row_and_peek_writes_nothing() -> None:
 
 
 def test_positions_are_written_every_nth_step_into_a_ring() -> None:
-    cfg = VisitMemoryConfig(write_every=2, capacity=3, exclusion_window=0)
+    cfg = VisitMemoryConfig(source="positions", write_every=2, capacity=3, exclusion_window=0)
     memory = remembered(cfg, [(float(x), 0.0, 0.0) for x in range(10)])
     assert int(memory.inserted[0]) == 5  # steps 0, 2, 4, 6, 8
     assert sorted(memory.positions[0, :, 0].tolist()) == [4.0, 6.0, 8.0]  # the 3 newest kept

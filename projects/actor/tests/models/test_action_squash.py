@@ -25,7 +25,14 @@ AZ, EL = 16, 8
 def small(squash: str, **extra: object) -> NaviPolicy:
     torch.manual_seed(0)
     config = PolicyConfig(
-        temporal_core="gru", azimuth=AZ, elevation=EL, embed_dim=32, vit_dim=32, vit_layers=1, **extra
+        visit_input=False,
+        temporal_core="gru",
+        azimuth=AZ,
+        elevation=EL,
+        embed_dim=32,
+        vit_dim=32,
+        vit_layers=1,
+        **extra,
     )
     return NaviPolicy(config.model_copy(update={"action_squash": squash}))
 

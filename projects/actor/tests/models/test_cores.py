@@ -15,7 +15,9 @@ D = 32
 
 def make_core(name: str, chunk: int = 4):
     torch.manual_seed(0)
-    cfg = PolicyConfig(temporal_core=name, embed_dim=D, ssm_head_dim=16, ssm_state=8, ssm_chunk=chunk)
+    cfg = PolicyConfig(
+        visit_input=False, temporal_core=name, embed_dim=D, ssm_head_dim=16, ssm_state=8, ssm_chunk=chunk
+    )
     return build_core(cfg).double()
 
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("encoder", ENCODER_BACKENDS)
 def test_policy_runs_on_another_device(encoder: str, core: str) -> None:
     policy = NaviPolicy(
-        PolicyConfig(encoder_backend=encoder, temporal_core=core, azimuth=64, elevation=16)
+        PolicyConfig(visit_input=False, encoder_backend=encoder, temporal_core=core, azimuth=64, elevation=16)
     ).to(META)
     T, B = 5, 2
     state = policy.initial_state(B)

@@ -21,7 +21,7 @@ def test_positional_encoding_wraps_in_azimuth() -> None:
 
 
 def test_rayvit_caches_encoding_and_shapes() -> None:
-    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16))
+    encoder = RayViTEncoder(PolicyConfig(visit_input=False, azimuth=64, elevation=16))
     assert encoder.grid == (8, 2)
     assert encoder.positional.shape == (1, 16, 64) and not encoder.positional.requires_grad
     assert encoder(torch.rand(3, 3, 64, 16)).shape == (3, 128)
@@ -39,7 +39,9 @@ def test_pad_spherical_wraps_azimuth_and_replicates_elevation() -> None:
 def test_spherical_cnn_is_equivariant_to_azimuth_rolls() -> None:
     """Rolls by the total stride roll the feature map exactly; sector pooling keeps the heading."""
     torch.manual_seed(0)
-    encoder = SphericalCNNEncoder(PolicyConfig(encoder_backend="spherical_cnn", azimuth=128, elevation=16))
+    encoder = SphericalCNNEncoder(
+        PolicyConfig(visit_input=False, encoder_backend="spherical_cnn", azimuth=128, elevation=16)
+    )
     obs = torch.rand(2, 3, 128, 16)
     stride = SphericalCNNEncoder.total_stride  # 16 bins = one of the 8 sectors at Az=128
     rolled = torch.roll(obs, shifts=stride, dims=2)
@@ -61,14 +63,16 @@ def test_spherical_cnn_is_equivariant_to_azimuth_rolls() -> None:
 def test_rayvit_last_layer_shortcut_equals_full_layer() -> None:
     """Computing only the [CLS] row of a layer gives exactly that row of the full layer."""
     torch.manual_seed(0)
-    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="cls", vit_layers=2))
+    encoder = RayViTEncoder(
+        PolicyConfig(visit_input=False, azimuth=64, elevation=16, vit_readout="cls", vit_layers=2)
+    )
     tokens = torch.randn(3, 17, 64)
     block = encoder.blocks[-1]
     torch.testing.assert_close(block(tokens, first_only=True), block(tokens)[:, :1], atol=1e-5, rtol=1e-5)
 
 
 def test_rayvit_sector_readout_shapes_and_has_no_cls_token() -> None:
-    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="sectors"))
+    encoder = RayViTEncoder(PolicyConfig(visit_input=False, azimuth=64, elevation=16, vit_readout="sectors"))
     assert encoder.cls_token is None
     assert encoder.project.in_features == 64 * 8 * 2  # vit_dim x (8 azimuth sectors x 2 bands)
     assert encoder(torch.rand(3, 3, 64, 16)).shape == (3, 128)
@@ -81,7 +85,7 @@ def test_rayvit_sector_readout_keeps_where_things_are() -> None:
     same wall in another sector must move the embedding by far more than float noise.
     """
     torch.manual_seed(0)
-    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="sectors"))
+    encoder = RayViTEncoder(PolicyConfig(visit_input=False, azimuth=64, elevation=16, vit_readout="sectors"))
     ahead = torch.zeros(1, 3, 64, 16)
     ahead[:, 0, :8] = 1.0
     behind = torch.roll(ahead, shifts=32, dims=2)
@@ -96,7 +100,7 @@ def test_rayvit_sector_readout_keeps_where_things_are() -> None:
 def test_rayvit_sector_readout_pools_the_last_layer_over_the_sector_grid() -> None:
     """The readout is the sector means of the normalised last-layer tokens, projected (no [CLS])."""
     torch.manual_seed(0)
-    encoder = RayViTEncoder(PolicyConfig(azimuth=64, elevation=16, vit_readout="sectors"))
+    encoder = RayViTEncoder(PolicyConfig(visit_input=False, azimuth=64, elevation=16, vit_readout="sectors"))
     obs = torch.rand(2, 3, 64, 16)
     tokens = encoder.patch_embed(obs).flatten(2).transpose(1, 2) + encoder.positional
     for block in encoder.blocks:

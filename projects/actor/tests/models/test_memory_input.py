@@ -17,7 +17,7 @@ EAGER = EpisodicMemoryConfig(exclusion_window=0, write_every=1, age_decay=1.0)
 
 def config(core: str = "gru", **extra: object) -> PolicyConfig:
     sizes = {"azimuth": AZ, "elevation": EL, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-    return PolicyConfig(temporal_core=core, ssm_head_dim=16, ssm_chunk=8, **sizes, **extra)  # type: ignore[arg-type]
+    return PolicyConfig(visit_input=False, temporal_core=core, ssm_head_dim=16, ssm_chunk=8, **sizes, **extra)  # type: ignore[arg-type]
 
 
 def reading_policy(core: str = "gru") -> NaviPolicy:

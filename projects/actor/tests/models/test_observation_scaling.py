@@ -44,7 +44,15 @@ def test_none_is_the_identity() -> None:
 
 
 def test_acting_and_sequence_evaluation_see_the_same_scaled_input() -> None:
-    cfg = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, patch_size=8, embed_dim=32, vit_dim=32)
+    cfg = PolicyConfig(
+        visit_input=False,
+        temporal_core="gru",
+        azimuth=16,
+        elevation=8,
+        patch_size=8,
+        embed_dim=32,
+        vit_dim=32,
+    )
     policy = NaviPolicy(cfg)
     assert cfg.input_transform == "sqrt_depth"
     obs = observation(1.5, 2.0)
@@ -67,7 +75,15 @@ def test_checkpoint_configs_without_the_field_read_as_raw_inputs() -> None:
 
 
 def test_an_untrained_policy_cruises_forward() -> None:
-    cfg = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8, patch_size=8, embed_dim=32, vit_dim=32)
+    cfg = PolicyConfig(
+        visit_input=False,
+        temporal_core="gru",
+        azimuth=16,
+        elevation=8,
+        patch_size=8,
+        embed_dim=32,
+        vit_dim=32,
+    )
     policy = NaviPolicy(cfg)
     obs = torch.rand(5, 3, 16, 8)
     mean = policy.act(

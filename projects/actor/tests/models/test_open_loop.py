@@ -21,7 +21,14 @@ from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 
 SMALL = PolicyConfig(
-    temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1, action_chunk=4
+    visit_input=False,
+    temporal_core="gru",
+    azimuth=16,
+    elevation=8,
+    embed_dim=32,
+    vit_dim=32,
+    vit_layers=1,
+    action_chunk=4,
 )
 T, L, B = 32, 8, 4
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from navi_actor.memory.frontiers import FrontierMemory
 from navi_actor.models import ENCODER_BACKENDS, TEMPORAL_CORES, NaviPolicy, PolicyConfig
 
 AZ, EL = 32, 8
@@ -14,7 +15,9 @@ AZ, EL = 32, 8
 def small_policy(encoder: str, core: str, **extra: object) -> NaviPolicy:
     torch.manual_seed(0)
     return NaviPolicy(
-        PolicyConfig(encoder_backend=encoder, temporal_core=core, azimuth=AZ, elevation=EL, **extra)
+        PolicyConfig(
+            visit_input=False, encoder_backend=encoder, temporal_core=core, azimuth=AZ, elevation=EL, **extra
+        )
     )
 
 
@@ -106,15 +109,21 @@ def test_sampled_actions_are_raw_and_physics_action_clips_them() -> None:
 
 
 def test_full_size_default_policy_shapes() -> None:
-    """The default 256x48 topology: 32x6 patches, 128-d embedding, mamba2 state."""
+    """The default 256x48 topology: 32x6 patches, 128-d embedding, mamba2 state, and the frontier
+    map's 9 features read from the drones' poses."""
     torch.manual_seed(0)
     policy = NaviPolicy(PolicyConfig())
     assert policy.encoder.grid == (32, 6)
     obs = torch.rand(2, 3, 256, 48)
-    out = policy.act(obs, policy.initial_state(2), torch.ones(2, dtype=torch.bool))
+    memory = policy.new_visit_memory(2)
+    assert isinstance(memory, FrontierMemory)
+    start = torch.ones(2, dtype=torch.bool)
+    visits = memory.observe(torch.tensor([[0.0, 0.0, 1.5], [3.0, 1.0, 1.0]]), torch.zeros(2), start, obs)
+    assert visits.shape == (2, 9)
+    out = policy.act(obs, policy.initial_state(2), start, visit_features=visits)
     assert out.embedding.shape == (2, 128) and out.action.shape == (2, 4)
     evaluation = policy.evaluate_sequences(
-        obs[None], out.action[None], policy.initial_state(2), torch.ones(1, 2, dtype=torch.bool)
+        obs[None], out.action[None], policy.initial_state(2), start[None], visit_features=visits[None]
     )
     assert (torch.exp(evaluation.log_prob[0] - out.log_prob) - 1).abs().max() < 1e-4
 

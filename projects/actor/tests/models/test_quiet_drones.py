@@ -33,7 +33,7 @@ def quiet_rollout(quiet: int, scale: float) -> tuple[NaviPolicy, RolloutStorage]
     """One 16-step rollout of 64 point-toy drones, the last ``quiet`` of them quiet."""
     torch.manual_seed(0)
     env = PointGoalEnv(64, azimuth=16, elevation=8, max_steps=6)
-    policy = NaviPolicy(PolicyConfig(**SMALL, init_log_std=0.0, log_std_max=0.0))
+    policy = NaviPolicy(PolicyConfig(visit_input=False, **SMALL, init_log_std=0.0, log_std_max=0.0))
     storage = RolloutStorage(
         16, 64, obs_shape=env.observation_shape, action_dim=4, state_size=policy.state_size, sequence_length=8
     )

@@ -22,14 +22,16 @@ from navi_actor.service.brain_core import BrainCore
 from navi_actor.storage import RolloutStorage
 
 AZ, EL, B = 16, 8, 3
-EAGER = VisitMemoryConfig(write_every=1, exclusion_window=0, radius=20.0, height=50.0)
+EAGER = VisitMemoryConfig(source="positions", write_every=1, exclusion_window=0, radius=20.0, height=50.0)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def config(core: str = "gru", **extra: object) -> PolicyConfig:
+    """A small policy; without the visit input unless ``extra`` turns it on."""
     sizes = {"azimuth": AZ, "elevation": EL, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-    return PolicyConfig(temporal_core=core, ssm_head_dim=16, ssm_chunk=8, **sizes, **extra)  # type: ignore[arg-type]
+    settings = {"visit_input": False, **extra}
+    return PolicyConfig(temporal_core=core, ssm_head_dim=16, ssm_chunk=8, **sizes, **settings)  # type: ignore[arg-type]
 
 
 def reading_policy(core: str = "gru", source: str = "positions") -> NaviPolicy:

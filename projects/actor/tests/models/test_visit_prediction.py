@@ -16,14 +16,14 @@ from navi_actor.runners.rollout_collector import RolloutCollector
 from navi_actor.storage import RolloutStorage
 
 AZ, EL, B = 16, 8, 3
-EAGER = VisitMemoryConfig(write_every=1, exclusion_window=0, radius=20.0, height=50.0)
+EAGER = VisitMemoryConfig(source="positions", write_every=1, exclusion_window=0, radius=20.0, height=50.0)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def config(**extra: object) -> PolicyConfig:
     sizes = {"azimuth": AZ, "elevation": EL, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
-    return PolicyConfig(temporal_core="gru", **sizes, **extra)  # type: ignore[arg-type]
+    return PolicyConfig(visit_input=False, temporal_core="gru", **sizes, **extra)  # type: ignore[arg-type]
 
 
 def predicting_policy() -> NaviPolicy:

@@ -12,7 +12,7 @@ from navi_actor.checkpoints import Checkpoint, CheckpointError, load_checkpoint,
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.registry import ModelRegistry, RegistryError
 
-SMALL = PolicyConfig(temporal_core="gru", azimuth=16, elevation=8)
+SMALL = PolicyConfig(visit_input=False, temporal_core="gru", azimuth=16, elevation=8)
 
 
 def write(tmp_path: Path, name: str, step_id: int, reward_ema: float | None) -> Path:

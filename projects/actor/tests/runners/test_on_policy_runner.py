@@ -191,7 +191,8 @@ def test_a_visit_reading_policy_trains_its_projection_and_resumes(tmp_path: Path
 
 
 def test_a_visit_predicting_policy_trains_its_head_logs_the_loss_and_resumes(tmp_path: Path) -> None:
-    config = settings(policy={"visit_prediction": True, "visits": {"write_every": 1, "exclusion_window": 0}})
+    visits = {"source": "positions", "write_every": 1, "exclusion_window": 0}
+    config = settings(policy={"visit_input": False, "visit_prediction": True, "visits": visits})
     summary = runner(config, tmp_path).run_training()
     loaded = load_checkpoint(summary.final_checkpoint)
     assert loaded.policy_config.visit_prediction and not loaded.policy_config.visit_input

@@ -15,6 +15,7 @@ def make(max_steps: int = 5) -> tuple[RecordingEnv, NaviPolicy, RolloutStorage, 
     torch.manual_seed(0)
     env = RecordingEnv(3, azimuth=16, elevation=8, max_steps=max_steps)
     wide = PolicyConfig(
+        visit_input=False,
         temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
         init_log_std=1.0, log_std_max=1.0,
     )  # fmt: skip
@@ -79,6 +80,7 @@ def test_a_tanh_policy_executes_the_squashed_sample_and_stores_the_raw_one() -> 
     torch.manual_seed(0)
     env = RecordingEnv(3, azimuth=16, elevation=8, max_steps=5)
     config = PolicyConfig(
+        visit_input=False,
         temporal_core="gru", azimuth=16, elevation=8, embed_dim=32, vit_dim=32, vit_layers=1,
         init_log_std=1.0, log_std_max=1.0, action_squash="tanh",
     )  # fmt: skip
@@ -107,8 +109,8 @@ def test_a_memory_reading_policy_shares_the_shapers_memory_and_learns_from_the_s
 
     memory_cfg = EpisodicMemoryConfig(exclusion_window=0, write_every=1)
     settings = ActorSettings(
-        policy={"memory_input": True, "temporal_core": "gru", "azimuth": 16, "elevation": 8,
-                "embed_dim": 32, "vit_dim": 32, "vit_layers": 1},
+        policy={"memory_input": True, "visit_input": False, "temporal_core": "gru", "azimuth": 16,
+                "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1},
         shaping={"memory": memory_cfg.model_dump()},
     )  # fmt: skip
     torch.manual_seed(0)

@@ -87,3 +87,29 @@ def test_bad_variants_and_delays_are_refused() -> None:
         DelayedBrain(_TickPolicy(), 2, delay=3, variant="blend")
     with pytest.raises(ValueError, match="delay must be >= 0"):
         DelayedBrain(_TickPolicy(), 2, delay=-1, variant="chunks")
+
+
+@pytest.mark.parametrize("source", ["positions", "frontiers"])
+def test_a_visit_reading_policy_closed_loop_acts_as_the_stepper_with_the_poses(source: str) -> None:
+    """At delay 0 the delayed brain is closed loop: with the poses it folds each observation into the
+    policy's visit memory as the stepper (infer, the brains) does; without them it refuses."""
+    from navi_actor.inference.stepper import MISSING_POSES, PolicyStepper
+    from navi_actor.memory import VisitMemoryConfig
+    from navi_actor.models import NaviPolicy, PolicyConfig
+
+    torch.manual_seed(0)
+    visits = VisitMemoryConfig(source=source, write_every=1, exclusion_window=0)  # type: ignore[arg-type]
+    sizes = {"azimuth": 16, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+    policy = NaviPolicy(PolicyConfig(temporal_core="gru", action_chunk=3, visits=visits, **sizes)).eval()
+    assert policy.visit_projection is not None
+    with torch.no_grad():
+        policy.visit_projection.weight.normal_(0.0, 2.0)  # as after training: the features matter
+    brain, stepper = DelayedBrain(policy, 2, delay=0, variant="chunks"), PolicyStepper(policy, 2)
+    generator = torch.Generator().manual_seed(1)
+    for tick in range(6):
+        obs = torch.rand(2, 3, 16, 8, generator=generator)
+        poses = (torch.rand(2, 3, generator=generator) * 4.0, torch.rand(2, generator=generator))
+        torch.testing.assert_close(brain.action(tick, obs, poses), stepper.act(obs, poses))
+    with pytest.raises(ValueError, match="poses"):
+        DelayedBrain(policy, 2, delay=0, variant="chunks").action(0, obs)
+    assert "poses" in MISSING_POSES

@@ -62,7 +62,8 @@ class RecordingPublisher:
 def plan_for(layout: SharedLayout, checkpoint: Path | None = None, period_s: float = PERIOD) -> InferencePlan:
     return InferencePlan(
         block_name="", layout=layout.as_dict(), checkpoint=None if checkpoint is None else str(checkpoint),
-        policy_id="p", fresh_config_json=PolicyConfig(action_chunk=3, **SMALL).model_dump_json(),  # type: ignore[arg-type]
+        policy_id="p",
+        fresh_config_json=PolicyConfig(visit_input=False, action_chunk=3, **SMALL).model_dump_json(),  # type: ignore[arg-type]
         device="cpu", deterministic=True, seed=0, period_s=period_s, latency_ms=0.0, jitter_ms=0.0,
         blend=True, delay_window=10, torch_threads=None,
     )  # fmt: skip
@@ -151,7 +152,9 @@ def test_a_visit_reading_policy_is_planned_with_poses_and_refuses_observations_w
     shared.close()
     source = resolve_policy_source(path, tmp_path / "models")
     assert realtime_plan(BrainSettings(), source).needs_poses
-    assert not realtime_plan(BrainSettings(), PolicySource(None, "fresh", None)).needs_poses
+    fresh = PolicySource(None, "fresh", None)
+    assert realtime_plan(BrainSettings(), fresh).needs_poses  # the default policy reads the frontier map
+    assert not realtime_plan(BrainSettings(policy={"visit_input": False}), fresh).needs_poses
     env = PointGoalEnv(2, azimuth=32, elevation=8)
     message = observation_message(env.reset(0), np.arange(2, dtype=np.int32), np.zeros(2, np.int64), 0)
     plan = replace(plan_for(layout, path), needs_poses=True)

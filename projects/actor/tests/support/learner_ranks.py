@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from navi_actor.config import ActorSettings
 from navi_actor.distributed.data_parallel import ShardStorage, make_data_parallel
-from navi_actor.distributed.fragment import STORAGE_FIELDS
+from navi_actor.distributed.fragment import storage_fields
 from navi_actor.registry import ModelRegistry
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.learner_state import LearnerState
@@ -56,12 +56,10 @@ def rollout(config: ActorSettings, tmp: Path) -> dict[str, Any]:
     storage = state.new_storage(shape, DRONES)
     collector = RolloutCollector(built.env, state.policy, storage, shaping=state.shaping.reward, seed=3)
     collector.collect(0.99, 0.95)
-    with torch.no_grad():
-        last_values = state.policy.value(collector.obs, collector.state, collector.episode_start)
     return {
         "shape": shape,
-        "buffers": {name: getattr(storage, name).clone() for name in STORAGE_FIELDS},
-        "last_values": last_values,
+        "buffers": {name: getattr(storage, name).clone() for name in storage_fields(storage)},
+        "last_values": collector.last_values,  # V(s_T) as the collector read it (with its visit features)
         "rnd": {k: v.clone() for k, v in state.shaping.modules["rnd"].state_dict().items()},
     }
 

@@ -35,7 +35,7 @@ def saved_chunk_policy(
     """
     torch.manual_seed(seed)
     reading = (
-        {}
+        {"visit_input": False}
         if visit_source is None
         else {
             "visit_input": True,

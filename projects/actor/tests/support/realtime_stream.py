@@ -38,7 +38,7 @@ PLAN = -0.7 + 0.2 * np.arange(H, dtype=np.float32)  # forward action of chunk en
 def planned_checkpoint(tmp_path: Path) -> Path:
     """A policy whose chunk ignores the observation: entry k has forward action ``PLAN[k]``."""
     torch.manual_seed(0)
-    policy = NaviPolicy(PolicyConfig(action_chunk=H, **SMALL_REALTIME_POLICY))  # type: ignore[arg-type]
+    policy = NaviPolicy(PolicyConfig(visit_input=False, action_chunk=H, **SMALL_REALTIME_POLICY))  # type: ignore[arg-type]
     assert policy.actor.chunk is not None
     with torch.no_grad():
         policy.actor.mean.weight.zero_()
@@ -54,7 +54,8 @@ def planned_checkpoint(tmp_path: Path) -> Path:
 
 
 class RealtimeEnvironment:
-    """Publishes PointGoalEnv observations of 2 drones at ``HZ``, one tick per period, until closed."""
+    """Publishes PointGoalEnv observations of 2 drones at ``HZ``, one tick per period, until closed,
+    with the drones' poses as the environment server sends them (the default policy reads its map)."""
 
     def __init__(self, endpoint: str) -> None:
         self.publisher = Publisher(endpoint)
@@ -72,7 +73,8 @@ class RealtimeEnvironment:
         started, tick = time.monotonic(), 0
         while not self.stop.is_set():
             self.publisher.publish(
-                topics.DISTANCE_MATRIX, observation_message(self.obs, env_ids, episode_ids, tick)
+                topics.DISTANCE_MATRIX,
+                observation_message(self.obs, env_ids, episode_ids, tick, self.env.poses()),  # as the server
             )
             tick += 1
             self.stop.wait(max(0.0, started + tick / HZ - time.monotonic()))

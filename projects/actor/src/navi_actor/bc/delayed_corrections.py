@@ -124,7 +124,7 @@ def _fly_round(
         position, yaw = backend.poses()
         label = planner.act(obs, planner_state, starts, pose=(position, yaw)).action
         label = torch.nan_to_num(label.float(), nan=0.0).clamp(-1.0, 1.0)
-        action = brain.action(tick, obs)
+        action = brain.action(tick, obs, (position, yaw))
         out = backend.step(action)
         frame = frame_row(obs.cpu().numpy(), label, out, starts=starts, episode=episode, pose=(position, yaw))
         for name, value in frame.items():

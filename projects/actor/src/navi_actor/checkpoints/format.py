@@ -158,7 +158,10 @@ def stored_policy_config(text: str) -> PolicyConfig:
     actions: they read as ``clip`` whatever the default becomes, and those written before
     ``action_chunk_mode`` had a chunk head of absolute later actions: they read as ``absolute``; and
     those written before ``vit_readout`` had a [CLS] token: they read as ``cls`` (the default became
-    ``sectors`` on 2026-11-30; their weights would not fit a sector readout).
+    ``sectors`` on 2026-11-30; their weights would not fit a sector readout). Those written before
+    ``visit_input`` read nothing of a visit memory (``false``; the default became the frontier map
+    on 2026-12-02), those before ``visits.source`` read past positions, and those before
+    ``visits.frontier_distance`` measured straight lines.
     """
     values = json.loads(text)
     if isinstance(values, dict):
@@ -166,4 +169,9 @@ def stored_policy_config(text: str) -> PolicyConfig:
         values.setdefault("action_squash", "clip")
         values.setdefault("action_chunk_mode", "absolute")
         values.setdefault("vit_readout", "cls")
+        values.setdefault("visit_input", False)
+        visits = values.setdefault("visits", {})
+        if isinstance(visits, dict):
+            visits.setdefault("source", "positions")
+            visits.setdefault("frontier_distance", "straight")
     return PolicyConfig.model_validate(values)

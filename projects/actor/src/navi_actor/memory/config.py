@@ -31,7 +31,7 @@ class VisitMemoryConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     source: Literal["positions", "frontiers"] = Field(
-        default="positions",
+        default="frontiers",
         description="What the per-sector features say: positions, how many of the drone's past positions "
         "lie there; frontiers, how near the nearest frontier lies there (free space next to space the "
         "drone has not yet come within frontier_sight_m of, from a 2.5D map of its own depth rays).",
@@ -73,7 +73,7 @@ class VisitMemoryConfig(BaseModel):
         default=10.0, gt=0, description="Frontier cells farther than this from the drone do not count."
     )
     frontier_distance: Literal["straight", "path"] = Field(
-        default="straight",
+        default="path",
         description="How a sector's distance to its nearest frontier is measured: straight, the straight "
         "line from the drone to the frontier cell (which may cross a wall); path, the shortest path over "
         "the map's free cells that leaves the drone in that sector (so the sector of a doorway lights up "

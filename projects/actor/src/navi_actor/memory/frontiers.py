@@ -7,7 +7,10 @@ an input, read the same way as the visit memory (:mod:`navi_actor.memory.visits`
 1`` features, for each horizontal direction sector around the heading (sector 0 ahead, counted
 towards positive yaw) ``exp(-d / frontier_scale_m)`` of the nearest frontier cell within
 ``frontier_radius_m`` in that sector (0 when there is none), and the share of the disc of that
-radius the drone has not mapped.
+radius the drone has not mapped. ``d`` is, by default (``frontier_distance="path"``), the shortest
+path over the map's free cells that leaves the drone through that sector (:func:`frontier_path_lengths`:
+the doorway's sector carries the room behind it, a sector facing a wall reads 0); with
+``"straight"``, the straight line to a frontier cell lying in that sector (which may cross a wall).
 
 The map is :class:`navi_environment.planning.occupancy.OccupancyGrids`, the planner's own: 2.5D,
 built from the depth rays and the drone's pose only (never the scene), free space marked up to

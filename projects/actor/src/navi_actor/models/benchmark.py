@@ -3,7 +3,9 @@
 Measures, for each requested encoder x core, the acting step (B drones, no gradients) and the
 learning pass (``evaluate_sequences`` over T x B plus backward), next to a dense matmul
 reference measured in the same run, so results from a busy machine can still be compared as
-ratios. The load average is reported because other processes distort CPU timings; process CPU
+ratios. The visit features a policy reads (``visit_input``, on by default) are given, not read from
+a memory: the map's cost is the trainer's (``scripts/bench_train.py``), not the network's. The load
+average is reported because other processes distort CPU timings; process CPU
 time (``*_cpu_ms``) is reported too, since on a contended machine it is closer to the cost than the
 wall clock (with one thread it approximates the unloaded wall time).
 """
@@ -48,7 +50,11 @@ def measure_policy(cfg: PolicyConfig, batch: int, horizon: int, repeats: int) ->
     state = policy.initial_state(batch)
     starts = torch.zeros(batch, dtype=torch.bool)
     memory = policy.new_memory(batch)  # None unless memory_input
-    act_ms, act_cpu_ms = _median_ms(lambda: policy.act(obs, state, starts, memory=memory), repeats * 5)
+    features = cfg.visits.features
+    visits = torch.rand(batch, features) if cfg.visit_input else None  # the memory's reading: not timed
+    act_ms, act_cpu_ms = _median_ms(
+        lambda: policy.act(obs, state, starts, memory=memory, visit_features=visits), repeats * 5
+    )
     window = torch.rand(horizon, batch, cfg.in_channels, cfg.azimuth, cfg.elevation)
     actions = torch.randn(horizon, batch, cfg.action_dim)
     window_starts = torch.zeros(horizon, batch, dtype=torch.bool)
@@ -56,8 +62,9 @@ def measure_policy(cfg: PolicyConfig, batch: int, horizon: int, repeats: int) ->
 
     def learn() -> None:
         evaluation = policy.evaluate_sequences(
-            window, actions, state, window_starts, loop_scores=torch.rand(horizon, batch)
-        )
+            window, actions, state, window_starts, loop_scores=torch.rand(horizon, batch),
+            visit_features=torch.rand(horizon, batch, features) if cfg.visit_input else None,
+        )  # fmt: skip
         (evaluation.log_prob.mean() + evaluation.value.square().mean()).backward()
 
     learn_ms, learn_cpu_ms = _median_ms(learn, repeats)

@@ -99,10 +99,11 @@ class PolicyConfig(BaseModel):
         "carried in the recurrent state, so every acting path and PPO's replay see it unchanged.",
     )
     visit_input: bool = Field(
-        default=False,
-        description="Feed where around it the drone has already been this episode (its visit memory "
-        "of past positions, read per direction sector from its own pose) into the temporal core, so "
-        "the policy can head for unvisited space; acting needs the drones' poses.",
+        default=True,
+        description="Feed the visit memory's features (visits.source; by default how near the "
+        "frontiers of the drone's own map of its depth rays lie in each direction sector around its "
+        "pose) into the temporal core, so the policy can head for unexplored space; acting needs the "
+        "drones' poses.",
     )
     visit_prediction: bool = Field(
         default=False,

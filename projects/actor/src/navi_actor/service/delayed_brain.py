@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from navi_actor.inference.stepper import MISSING_POSES
 from navi_actor.service.chunk_schedule import blend_weights
 
 VARIANTS = ("hold", "chunks", "chunks_blend")
@@ -53,18 +54,29 @@ class DelayedBrain:
         self.start = torch.ones(drones, dtype=torch.bool, device=self.state.device)
         memory = policy.new_memory(drones, self.state.device) if hasattr(policy, "new_memory") else None
         self.act_options: dict[str, Any] = {} if memory is None else {"memory": memory}  # memory_input
+        reads_visits = hasattr(policy, "new_visit_memory")
+        self.visits = policy.new_visit_memory(drones, self.state.device) if reads_visits else None
         self.current: tuple[torch.Tensor, int] | None = None  # (chunk, answered tick) in force
         self.pending: list[tuple[int, torch.Tensor, int]] = []  # (effective tick, chunk, answered tick)
         self.blend_from: tuple[torch.Tensor, int, int] | None = None  # old schedule, its tick, blend start
 
-    def action(self, tick: int, obs: torch.Tensor) -> torch.Tensor:
-        """The physics action ``[B, A]`` executed at ``tick``; ``obs`` is the observation before it.
+    def action(
+        self, tick: int, obs: torch.Tensor, poses: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """The physics action ``[B, A]`` executed at ``tick``; ``obs`` is the observation before it,
+        ``poses`` the drones' ``(position [B, 3], yaw [B])`` then (needed by a policy that reads its
+        visit memory, which folds in the observations the brain consumes, as the real-time brain's).
 
         Ticks must be called in order from 0. The first answer takes effect at once (nothing is
         scheduled before it), as the brain's first chunk does.
         """
         if tick % self.interval == 0:
-            acted = self.policy.act(obs, self.state, self.start, deterministic=True, **self.act_options)
+            options = dict(self.act_options)
+            if self.visits is not None:
+                if poses is None:
+                    raise ValueError(MISSING_POSES)
+                options["visit_features"] = self.visits.observe(*poses, self.start, obs)
+            acted = self.policy.act(obs, self.state, self.start, deterministic=True, **options)
             self.state, self.start = acted.state, torch.zeros_like(self.start)
             chunk = acted.action_chunk if acted.action_chunk is not None else acted.action.unsqueeze(1)
             self.pending.append((tick + self.delay, self.policy.physics_action(chunk), tick))
