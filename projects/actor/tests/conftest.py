@@ -18,18 +18,12 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def small_config() -> PolicyConfig:
-    """A GRU policy on a 16 x 8 sensor with 32-wide embeddings and one ViT layer (fast to train)."""
+    """A GRU policy on a 16 x 8 sensor with 32-wide embeddings and one ViT layer (fast to train), without
+    the visit input (acting would need poses)."""
     from navi_actor.models.config import PolicyConfig
 
-    return PolicyConfig(
-        visit_input=False,
-        temporal_core="gru",
-        azimuth=16,
-        elevation=8,
-        embed_dim=32,
-        vit_dim=32,
-        vit_layers=1,
-    )
+    sizes = {"azimuth": 16, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+    return PolicyConfig(visit_input=False, temporal_core="gru", **sizes)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,10 @@ from navi_actor.checkpoints.format import stored_policy_config
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.models.observation_scaling import scale_observation
 
+SMALL = PolicyConfig(  # a small GRU policy on a 16 x 8 sensor, without the visit input (it needs poses)
+    visit_input=False, temporal_core="gru", azimuth=16, elevation=8, patch_size=8, embed_dim=32, vit_dim=32
+)
+
 
 def observation(depth_m: float, semantic: float, valid: float = 1.0, horizon: float = 30.0) -> torch.Tensor:
     obs = torch.empty(2, 3, 16, 8)
@@ -44,15 +48,7 @@ def test_none_is_the_identity() -> None:
 
 
 def test_acting_and_sequence_evaluation_see_the_same_scaled_input() -> None:
-    cfg = PolicyConfig(
-        visit_input=False,
-        temporal_core="gru",
-        azimuth=16,
-        elevation=8,
-        patch_size=8,
-        embed_dim=32,
-        vit_dim=32,
-    )
+    cfg = SMALL
     policy = NaviPolicy(cfg)
     assert cfg.input_transform == "sqrt_depth"
     obs = observation(1.5, 2.0)
@@ -75,15 +71,7 @@ def test_checkpoint_configs_without_the_field_read_as_raw_inputs() -> None:
 
 
 def test_an_untrained_policy_cruises_forward() -> None:
-    cfg = PolicyConfig(
-        visit_input=False,
-        temporal_core="gru",
-        azimuth=16,
-        elevation=8,
-        patch_size=8,
-        embed_dim=32,
-        vit_dim=32,
-    )
+    cfg = SMALL
     policy = NaviPolicy(cfg)
     obs = torch.rand(5, 3, 16, 8)
     mean = policy.act(
