@@ -13,7 +13,7 @@ from navi_actor.memory.frontiers import FrontierMemory, frontier_cells, grid_pat
 from navi_actor.memory.visits import VisitMemory, mirror_visit_features
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings, SensorSettings
-from navi_environment.planning.occupancy import FREE, UNKNOWN
+from navi_environment.planning.occupancy import FREE, OCCUPIED, UNKNOWN
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 
 SETTINGS = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=64, elevation_bins=16))
@@ -166,3 +166,20 @@ def test_grid_path_lengths_go_round_walls_diagonals_cost_root_two_and_stop_at_ma
     assert float(short[3, 0]) == 3.0 and math.isinf(float(short[0, 3]))  # 3 relaxations: 3 cells out
     start[0, 4, 4] = 0.5  # a second start, half a cell on: each cell's nearest
     assert float(grid_path_lengths(start, passable, 100)[0, 4, 3]) == pytest.approx(1.5)
+
+
+def test_by_path_a_drone_touching_a_thin_wall_does_not_read_the_room_behind_it() -> None:
+    """A map drawn by hand: a 20 m square mapped free, split by a one-cell wall at x 1.0-1.5 m; the
+    drone 0.1 m from the wall faces it. The wall's cell lies within one cell of the drone, but paths
+    never cross it: the sector facing the wall reads 0, the sector behind the drone its frontier."""
+    cfg = VisitMemoryConfig(source="frontiers", frontier_distance="path")
+    memory = FrontierMemory(cfg, 1, 64, 16)
+    grids = memory.grids
+    grids.reset(torch.tensor([0]), torch.tensor([[0.0, 0.0, 1.5]]))  # map centred on (0, 0)
+    col_of = lambda x: int((x - float(grids.origin[0, 0])) // cfg.frontier_cell_m)  # noqa: E731
+    row_of = lambda y: int((y - float(grids.origin[0, 1])) // cfg.frontier_cell_m)  # noqa: E731
+    grids.grid[0, row_of(-10.0) : row_of(10.0), col_of(-10.0) : col_of(10.0)] = FREE
+    grids.grid[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = OCCUPIED  # the wall, x 1.0-1.5
+    features = memory.features(torch.tensor([[0.9, 0.25, 1.5]]), torch.zeros(1))[0]
+    assert float(features[0]) == 0.0  # ahead: the wall, and the room behind it is out of reach
+    assert float(features[4]) > 0.0  # behind: the frontiers of the left half, on this side of the wall

@@ -35,7 +35,7 @@ import torch.nn.functional as nnf
 
 from navi_actor.memory.config import VisitMemoryConfig
 from navi_actor.memory.visits import VisitMemory
-from navi_environment.planning.occupancy import FREE, UNKNOWN, OccupancyGrids
+from navi_environment.planning.occupancy import FREE, OCCUPIED, UNKNOWN, OccupancyGrids
 
 MAP_M = 80.0  # edge of each drone's map (the planner's), centred on its episode start
 SLAB_HALF_M = 0.5  # half height of the mapped slab around the drone's current height (the planner's)
@@ -136,7 +136,7 @@ class FrontierMemory:
         bearing = torch.atan2(dy, dx) - yaw[:, None, None]
         sector = torch.remainder(torch.round(bearing / width), cfg.sectors).long().flatten(1)
         if cfg.frontier_distance == "path":
-            counted = frontier_path_lengths(frontier & disc, known == FREE, distance, cfg.frontier_cell_m)
+            counted = frontier_path_lengths(frontier & disc, known, distance, cfg.frontier_cell_m)
         else:
             counted = torch.where(frontier & disc, distance, math.inf)
         counted = counted.flatten(1)  # [B, W*W]
@@ -159,22 +159,24 @@ def frontier_cells(grid: torch.Tensor) -> torch.Tensor:
 
 
 def frontier_path_lengths(
-    frontier: torch.Tensor, free: torch.Tensor, distance: torch.Tensor, cell_m: float
+    frontier: torch.Tensor, known: torch.Tensor, distance: torch.Tensor, cell_m: float
 ) -> torch.Tensor:
-    """``[B, w, w]`` metres of the shortest path over free cells from the drone (``distance`` [B, w, w]
-    from it to each cell's centre) through each cell of the ring ``RING_M`` around it on to the
-    nearest ``frontier`` cell; inf elsewhere and where no such path lies in the window.
+    """``[B, w, w]`` metres of the shortest path over free cells of the map window ``known`` from the
+    drone (``distance`` [B, w, w] from it to each cell's centre) through each cell of the ring
+    ``RING_M`` around it on to the nearest ``frontier`` cell; inf elsewhere and where no such path
+    lies in the window.
 
     A ring cell counts only when the path to it from the drone is at most ``RING_SLACK`` times the
     straight line (so a cell on the far side of a thin wall, mapped from the other side, does not), and
     its sector is the way the path leaves the drone: the sector of a doorway carries the rooms behind.
-    Paths start at the drone's exact position (the cells within one cell of it, at their distance),
-    so that mirrored poses read mirrored features.
+    Paths start at the drone's exact position (the cells within one cell of it that are not occupied,
+    at their distance), so that mirrored poses read mirrored features; never through an occupied
+    cell, however near (a drone touching a thin wall does not see through it).
     """
-    near = distance <= cell_m
-    passable = free | near  # the cells around the drone, whatever the map says
+    near = (distance <= cell_m) & (known != OCCUPIED)
+    passable = (known == FREE) | near  # the unmapped cells around the drone count as open
     no_path = torch.full_like(distance, math.inf)
-    to_frontier = grid_path_lengths(torch.where(frontier, 0.0, no_path), passable, 4 * free.shape[-1])
+    to_frontier = grid_path_lengths(torch.where(frontier, 0.0, no_path), passable, 4 * known.shape[-1])
     steps = math.ceil(RING_M[1] * RING_SLACK / cell_m)
     from_drone = grid_path_lengths(torch.where(near, distance / cell_m, no_path), passable, steps) * cell_m
     ring = (distance >= RING_M[0]) & (distance <= RING_M[1]) & (from_drone <= RING_SLACK * distance)
