@@ -92,3 +92,21 @@ def test_maps_of_several_drones_update_independently_and_reset_by_row() -> None:
     assert (grids.grid[0] == OCCUPIED).sum() > 20 and (grids.grid[1] == OCCUPIED).sum() > 20
     grids.reset(torch.tensor([1]), positions[1:])
     assert (grids.grid[1] == UNKNOWN).all() and (grids.grid[0] == OCCUPIED).sum() > 20
+
+
+def test_a_drone_at_the_map_edge_maps_its_part_as_a_larger_map_does_and_nothing_beyond() -> None:
+    """Rays and free space beyond the map are dropped, not folded onto its edge cells: the marking
+    clamps every entry into the map and scatters UNKNOWN for those outside, which must change nothing."""
+    hall = RoomSpec(lo=(-6.0, -1.9, 0.0), hi=(6.0, 2.1, 3.0))  # walls off the cell edges: no rounding ties
+    position = np.array([2.6, 0.3, 1.5])  # 0.4 m from the small map's +x edge, the wall 3.4 m beyond it
+    maps = []
+    for size_m in (6.0, 20.0):  # 12 and 40 cells, both centred on the origin
+        grids = OccupancyGrids(1, AZ, EL, HORIZON, cell_m=0.5, size_m=size_m)
+        grids.reset(torch.tensor([0]), torch.tensor([[0.0, 0.0, 1.5]]))  # the slab at the drone's height
+        for yaw in (0.0, 2.0):
+            obs = box_observation(hall, position, yaw)
+            grids.update(obs, torch.tensor(position, dtype=torch.float32)[None], torch.tensor([yaw]))
+        maps.append(grids.grid[0].numpy())
+    small, large = maps
+    assert (small == OCCUPIED).sum() > 10 and (small == FREE).sum() > 40
+    np.testing.assert_array_equal(small, large[14:26, 14:26])
