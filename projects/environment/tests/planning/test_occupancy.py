@@ -95,8 +95,8 @@ def test_maps_of_several_drones_update_independently_and_reset_by_row() -> None:
 
 
 def test_a_drone_at_the_map_edge_maps_its_part_as_a_larger_map_does_and_nothing_beyond() -> None:
-    """Rays and free space beyond the map are dropped, not folded onto its edge cells: the marking
-    clamps every entry into the map and scatters UNKNOWN for those outside, which must change nothing."""
+    """Rays and free space beyond the map are dropped, not folded onto its edge cells (as a marking
+    that clamped its indices into the map would): the small map equals the large one's middle."""
     hall = RoomSpec(lo=(-6.0, -1.9, 0.0), hi=(6.0, 2.1, 3.0))  # walls off the cell edges: no rounding ties
     position = np.array([2.6, 0.3, 1.5])  # 0.4 m from the small map's +x edge, the wall 3.4 m beyond it
     maps = []
