@@ -154,7 +154,8 @@ def test_the_vit_readout_travels_and_old_checkpoints_read_as_cls(tmp_path: Path)
 def test_checkpoints_written_before_the_visit_defaults_read_as_they_were_trained(tmp_path: Path) -> None:
     """The default policy reads the frontier map by path (2026-12-02); a file written before
     ``visit_input`` read no visit memory, before ``visits.source`` past positions, and before
-    ``visits.frontier_distance`` a frontier map by straight line. A current file keeps its values."""
+    ``visits.frontier_distance`` a frontier map by straight line, before ``visits.frontier_reading``
+    each sector's distance alone. A current file keeps its values."""
     frontier = SMALL.model_copy(update={"visit_input": True})
     payload = make_checkpoint().to_payload()
     payload["policy_config"] = frontier.model_dump_json(exclude={"visit_input"})
@@ -173,6 +174,14 @@ def test_checkpoints_written_before_the_visit_defaults_read_as_they_were_trained
     payload["policy_config"] = by_path.model_dump_json()
     torch.save(payload, tmp_path / "path.pt")
     assert load_checkpoint(tmp_path / "path.pt").policy_config.visits.frontier_distance == "path"
+    payload["policy_config"] = by_path.model_dump_json(exclude={"visits": {"frontier_reading"}})
+    torch.save(payload, tmp_path / "absolute.pt")
+    assert load_checkpoint(tmp_path / "absolute.pt").policy_config.visits.frontier_reading == "absolute"
+    relative_visits = path_visits.model_copy(update={"frontier_reading": "relative"})
+    relative = by_path.model_copy(update={"visits": relative_visits})
+    payload["policy_config"] = relative.model_dump_json()
+    torch.save(payload, tmp_path / "relative.pt")
+    assert load_checkpoint(tmp_path / "relative.pt").policy_config.visits.frontier_reading == "relative"
     defaults = PolicyConfig()
     assert defaults.visit_input and defaults.visits.source == "frontiers"
     assert defaults.visits.frontier_distance == "path"

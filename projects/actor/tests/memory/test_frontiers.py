@@ -96,14 +96,46 @@ def test_an_episode_start_forgets_the_map_of_its_row_only(two_rooms: SdfDagBacke
     assert int((memory.grids.grid[1] != kept).sum()) > 0 and int((kept > 0).sum()) > 0  # row 1 adds on
 
 
-@pytest.mark.parametrize("distance", ["straight", "path"])
-def test_mirrored_features_are_those_of_the_mirrored_heading(distance: str) -> None:
+@pytest.mark.parametrize(
+    ("distance", "reading"), [("straight", "absolute"), ("path", "absolute"), ("path", "relative")]
+)
+def test_mirrored_features_are_those_of_the_mirrored_heading(distance: str, reading: str) -> None:
     env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(MIRROR_BOX, 64)])
-    cfg = VisitMemoryConfig(source="frontiers", frontier_distance=distance)  # type: ignore[arg-type]
+    cfg = VisitMemoryConfig(source="frontiers", frontier_distance=distance, frontier_reading=reading)  # type: ignore[arg-type]
     left = observed(env, (1.0, 0.0, 1.5), 0.5, cfg)  # the box is symmetric about y = 0
     right = observed(env, (1.0, 0.0, 1.5), -0.5, cfg)
     assert float(left[:8].max()) > 0.0 and not torch.allclose(left, right)
-    torch.testing.assert_close(mirror_visit_features(left[None])[0], right, atol=1e-4, rtol=0.0)
+    torch.testing.assert_close(mirror_visit_features(left[None], 8)[0], right, atol=1e-4, rtol=0.0)
+
+
+def test_the_relative_reading_lights_the_nearest_frontiers_way_however_far_and_says_how_far(
+    two_rooms: SdfDagBackend,
+) -> None:
+    """The same map read both ways: the relative sectors are the absolute ones divided by the
+    largest (the nearest frontier's sector reads 1), and the extra feature is its distance on the
+    radius's scale; a map with no frontier within the radius reads 0 in every sector and in it."""
+    relative_cfg = FRONTIERS.model_copy(update={"frontier_distance": "path", "frontier_reading": "relative"})
+    absolute_cfg = relative_cfg.model_copy(update={"frontier_reading": "absolute"})
+    assert (absolute_cfg.features, relative_cfg.features) == (9, 10)
+    memory = FrontierMemory(relative_cfg, 1, 64, 16)
+    start = torch.tensor([True])
+    for x, y in ((1.5, 1.5), (1.5, 4.25), (1.5, 7.0), (4.5, 1.5), (4.5, 7.0), (4.5, 4.25)):  # room 1 swept
+        obs = seen_from(two_rooms, (x, y, 1.5), math.pi)
+        memory.observe(torch.tensor([[x, y, 1.5]]), torch.tensor([math.pi]), start, obs)
+        start = torch.tensor([False])
+    far = torch.tensor([[1.5, 1.5, 1.5]])  # the corner farthest from the door: the frontiers lie behind it
+    relative = memory.features(far, torch.zeros(1))[0]
+    memory.cfg = absolute_cfg
+    absolute = memory.features(far, torch.zeros(1))[0]
+    largest = float(absolute[:8].max())
+    assert 0.0 < largest < math.exp(-1.0)  # faint when read absolutely: more than 3 m away
+    torch.testing.assert_close(relative[:8], absolute[:8] / largest, atol=1e-5, rtol=1e-4)
+    assert float(relative[:8].max()) == pytest.approx(1.0)
+    nearest = -relative_cfg.frontier_scale_m * math.log(largest)
+    assert float(relative[9]) == pytest.approx(math.exp(-nearest / relative_cfg.frontier_radius_m), rel=1e-4)
+    assert float(relative[8]) == float(absolute[8])  # the unmapped share, read alike
+    empty = FrontierMemory(relative_cfg, 1, 64, 16).features(far, torch.zeros(1))[0]
+    assert float(empty[:8].abs().max()) == 0.0 and float(empty[9]) == 0.0  # nothing mapped: no frontier
 
 
 def test_the_source_setting_picks_the_memory_and_observe_needs_the_rays() -> None:

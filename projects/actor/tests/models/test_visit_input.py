@@ -162,7 +162,8 @@ def test_ppo_replays_the_features_and_mirrors_them_for_the_symmetry_targets() ->
     learner = PPOLearner(policy, PPOConfig(symmetry_coef=0.5, epochs=1, num_minibatches=1))
     expected = policy.evaluate_sequences(
         mirror_observation(storage.obs), mirror_action(storage.actions), storage.sequence_states[0],
-        storage.episode_starts, visit_features=mirror_visit_features(storage.visit_features),
+        storage.episode_starts,
+        visit_features=mirror_visit_features(storage.visit_features, policy.cfg.visits.sectors),
     )  # fmt: skip
     torch.testing.assert_close(learner._mirrored_means(storage), mirror_action(expected.action_mean))
     result = learner.update(storage)

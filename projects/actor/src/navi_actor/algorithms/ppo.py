@@ -262,7 +262,7 @@ class PPOLearner:
                 self.policy.mirror_state(storage.sequence_states[0]),
                 storage.episode_starts,
                 loop_scores=storage.loop_scores,  # a mirrored flight revisits the same places
-                visit_features=mirror_visit_features(storage.visit_features),
+                visit_features=mirror_visit_features(storage.visit_features, self.policy.cfg.visits.sectors),
             )
         return mirror_action(mirrored.action_mean)
 

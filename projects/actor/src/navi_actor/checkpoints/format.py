@@ -161,7 +161,8 @@ def stored_policy_config(text: str) -> PolicyConfig:
     ``sectors`` on 2026-11-30; their weights would not fit a sector readout). Those written before
     ``visit_input`` read nothing of a visit memory (``false``; the default became the frontier map
     on 2026-12-02), those before ``visits.source`` read past positions, and those before
-    ``visits.frontier_distance`` measured straight lines.
+    ``visits.frontier_distance`` measured straight lines, those before ``visits.frontier_reading``
+    read each sector's distance alone.
     """
     values = json.loads(text)
     if isinstance(values, dict):
@@ -174,4 +175,5 @@ def stored_policy_config(text: str) -> PolicyConfig:
         if isinstance(visits, dict):
             visits.setdefault("source", "positions")
             visits.setdefault("frontier_distance", "straight")
+            visits.setdefault("frontier_reading", "absolute")
     return PolicyConfig.model_validate(values)

@@ -82,6 +82,13 @@ class VisitMemoryConfig(BaseModel):
     frontier_scale_m: float = Field(
         default=3.0, gt=0, description="A sector's feature is exp(-distance / this) of its nearest frontier."
     )
+    frontier_reading: Literal["absolute", "relative"] = Field(
+        default="absolute",
+        description="How a sector reads its nearest frontier at distance d: absolute, exp(-d / "
+        "frontier_scale_m); relative, exp(-(d - d_min) / frontier_scale_m), d_min the nearest over all "
+        "sectors (the way to the nearest frontier reads 1 however far it lies), with one more feature, "
+        "exp(-d_min / frontier_radius_m) (0 when no frontier lies within the radius).",
+    )
     horizon_m: float = Field(
         default=30.0,
         gt=0,
@@ -91,5 +98,7 @@ class VisitMemoryConfig(BaseModel):
 
     @property
     def features(self) -> int:
-        """Feature size F: one per sector, then one for "here"."""
-        return self.sectors + 1
+        """Feature size F: one per sector, then one for "here" (the unmapped share of the frontier
+        map's disc), then with ``frontier_reading="relative"`` one for the nearest frontier's distance."""
+        relative = self.source == "frontiers" and self.frontier_reading == "relative"
+        return self.sectors + 1 + int(relative)

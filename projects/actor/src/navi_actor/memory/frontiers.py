@@ -7,7 +7,11 @@ an input, read the same way as the visit memory (:mod:`navi_actor.memory.visits`
 1`` features, for each horizontal direction sector around the heading (sector 0 ahead, counted
 towards positive yaw) ``exp(-d / frontier_scale_m)`` of the nearest frontier cell within
 ``frontier_radius_m`` in that sector (0 when there is none), and the share of the disc of that
-radius the drone has not mapped. ``d`` is, by default (``frontier_distance="path"``), the shortest
+radius the drone has not mapped. With ``frontier_reading="relative"`` a sector reads ``exp(-(d -
+d_min) / frontier_scale_m)`` instead, ``d_min`` the nearest over all sectors, so the way to the nearest
+frontier reads 1 however far it lies (a faint far frontier beside none is as clear as a near one),
+and one more feature says how far that is, ``exp(-d_min / frontier_radius_m)`` (0: none within the
+radius). ``d`` is, by default (``frontier_distance="path"``), the shortest
 path over the map's free cells that leaves the drone through that sector (:func:`frontier_path_lengths`:
 the doorway's sector carries the room behind it, a sector facing a wall reads 0); with
 ``"straight"``, the straight line to a frontier cell lying in that sector (which may cross a wall).
@@ -142,8 +146,15 @@ class FrontierMemory:
         counted = counted.flatten(1)  # [B, W*W]
         nearest = torch.full((B, cfg.sectors), math.inf, device=grids.device)
         nearest = nearest.scatter_reduce(1, sector, counted, reduce="amin")
-        unmapped = (unknown & disc).flatten(1).sum(1) / disc.flatten(1).sum(1).clamp(min=1)
-        return torch.cat([torch.exp(-nearest / cfg.frontier_scale_m), unmapped[:, None].float()], dim=1)
+        disc_cells = disc.flatten(1).sum(1, keepdim=True).clamp(min=1)
+        unmapped = (unknown & disc).flatten(1).sum(1, keepdim=True) / disc_cells
+        if cfg.frontier_reading == "absolute":
+            return torch.cat([torch.exp(-nearest / cfg.frontier_scale_m), unmapped.float()], dim=1)
+        closest = nearest.amin(1, keepdim=True)  # [B, 1]
+        found = torch.isfinite(closest)
+        relative = torch.where(found, torch.exp(-(nearest - closest) / cfg.frontier_scale_m), 0.0)
+        overall = torch.where(found, torch.exp(-closest / cfg.frontier_radius_m), 0.0)
+        return torch.cat([relative, unmapped.float(), overall], dim=1)
 
 
 def frontier_cells(grid: torch.Tensor) -> torch.Tensor:

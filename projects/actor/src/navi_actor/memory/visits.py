@@ -76,10 +76,10 @@ class VisitMemory(EpisodeRing):
         return torch.where(episode_start.bool()[:, None], 0.0, features)
 
 
-def mirror_visit_features(features: torch.Tensor) -> torch.Tensor:
-    """Features ``[..., F]`` of the mirrored drone: sector k becomes sector -k; "here" is kept."""
+def mirror_visit_features(features: torch.Tensor, sectors: int) -> torch.Tensor:
+    """Features ``[..., F]`` of the mirrored drone: sector k of the first ``sectors`` becomes sector
+    -k; the features after them ("here", a distance) are kept."""
     if features.shape[-1] == 0:  # a policy without the input stores no features
         return features
-    sectors = features.shape[-1] - 1
-    order = [(-k) % sectors for k in range(sectors)] + [sectors]
+    order = [(-k) % sectors for k in range(sectors)] + list(range(sectors, features.shape[-1]))
     return features[..., order]
