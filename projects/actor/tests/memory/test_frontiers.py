@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from navi_actor.memory import VisitMemoryConfig
-from navi_actor.memory.frontiers import FrontierMemory, frontier_cells, grid_path_lengths, new_visit_reader
+from navi_actor.memory.frontiers import FrontierMemory, frontier_cells, new_visit_reader
+from navi_actor.memory.grid_paths import grid_path_lengths
 from navi_actor.memory.visits import VisitMemory, mirror_visit_features
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings, SensorSettings

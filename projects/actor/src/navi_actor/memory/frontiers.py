@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as nnf
 
 from navi_actor.memory.config import VisitMemoryConfig
+from navi_actor.memory.grid_paths import shortest_path_lengths
 from navi_actor.memory.visits import VisitMemory
 from navi_environment.planning.occupancy import FREE, OCCUPIED, UNKNOWN, OccupancyGrids
 
@@ -46,7 +47,6 @@ SLAB_HALF_M = 0.5  # half height of the mapped slab around the drone's current h
 HOLE_CELLS = 5  # unknown cells in a 3 x 3 block below which an unknown cell is a hole, not a frontier
 RING_M = (1.0, 2.0)  # path mode: the ring of cells, metres from the drone, through which paths leave it
 RING_SLACK = 1.5  # path mode: a ring cell counts when the path to it is at most this times the straight line
-GRID_STEPS = tuple((dy, dx, math.hypot(dy, dx)) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
 
 
 class FrontierMemory:
@@ -187,30 +187,11 @@ def frontier_path_lengths(
     near = (distance <= cell_m) & (known != OCCUPIED)
     passable = (known == FREE) | near  # the unmapped cells around the drone count as open
     no_path = torch.full_like(distance, math.inf)
-    to_frontier = grid_path_lengths(torch.where(frontier, 0.0, no_path), passable, 4 * known.shape[-1])
-    steps = math.ceil(RING_M[1] * RING_SLACK / cell_m)
-    from_drone = grid_path_lengths(torch.where(near, distance / cell_m, no_path), passable, steps) * cell_m
+    to_frontier = shortest_path_lengths(torch.where(frontier, 0.0, no_path), passable)
+    # every path from the drone, however long (only those within RING_SLACK of the ring count)
+    from_drone = shortest_path_lengths(torch.where(near, distance / cell_m, no_path), passable) * cell_m
     ring = (distance >= RING_M[0]) & (distance <= RING_M[1]) & (from_drone <= RING_SLACK * distance)
     return torch.where(ring, from_drone + to_frontier * cell_m, math.inf)
-
-
-def grid_path_lengths(start: torch.Tensor, passable: torch.Tensor, max_steps: int) -> torch.Tensor:
-    """``[B, H, W]`` shortest 8-connected path length, in cells (1 per side step, sqrt 2 per diagonal),
-    over ``passable`` cells from the cells where ``start`` is finite (starting with that length),
-    relaxing at most ``max_steps`` times (paths of more cells stay inf); inf where no path reaches.
-    Stops early once nothing changes."""
-    height, width = passable.shape[-2:]
-    length = torch.where(passable, start, math.inf)
-    for step in range(max_steps):
-        padded = nnf.pad(length, (1, 1, 1, 1), value=math.inf)
-        best = length
-        for dy, dx, cost in GRID_STEPS:
-            best = torch.minimum(best, padded[:, 1 + dy : 1 + dy + height, 1 + dx : 1 + dx + width] + cost)
-        best = torch.where(passable, best, math.inf)
-        if step % 8 == 7 and torch.equal(best, length):
-            return best
-        length = best
-    return length
 
 
 def new_visit_reader(
