@@ -111,10 +111,9 @@ class OccupancyGrids:
 
     def update(self, obs: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor) -> None:
         """Fold one observation per drone into the maps (all drones at once)."""
-        B = obs.shape[0]
         free_range, hits = self.free_ranges(obs, position)
         self._mark_free(free_range, position, yaw)
-        self._mark_hits(hits, obs[:, 0] * self.horizon_m, position, yaw, B)
+        self._mark_hits(hits, obs[:, 0], position, yaw)
 
     def _mark_free(self, free_range: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor) -> None:
         """Cells of each drone's window nearer than their azimuth's free range become FREE."""
@@ -139,17 +138,18 @@ class OccupancyGrids:
         self.grid[b, row, col] = torch.where(current == UNKNOWN, FREE, current).to(torch.int8)
 
     def _mark_hits(
-        self, hits: torch.Tensor, depth: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor, B: int
+        self, hits: torch.Tensor, depth_share: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor
     ) -> None:
-        """Cells holding an in-slab hit become OCCUPIED."""
-        horizontal = depth * self.cos_el  # [B, Az, El]
-        angle = yaw[:, None, None] + self.azimuth[None, :, None]
-        x = position[:, 0, None, None] + horizontal * torch.cos(angle)
-        y = position[:, 1, None, None] + horizontal * torch.sin(angle)
-        col = torch.floor((x - self.origin[:, 0, None, None]) / self.cell_m).long()
-        row = torch.floor((y - self.origin[:, 1, None, None]) / self.cell_m).long()
-        keep = hits & self._inside(col, row)
-        b = torch.arange(B, device=self.device)[:, None, None].expand_as(keep)
+        """Cells holding an in-slab hit become OCCUPIED. Only the hit rays are placed (a third or less
+        of all rays), each by the same float operations as a whole-sensor placement would use."""
+        b, a, e = hits.nonzero(as_tuple=True)
+        horizontal = depth_share[b, a, e] * self.horizon_m * self.cos_el[e]
+        angle = yaw[:, None] + self.azimuth[None, :]  # [B, Az]
+        x = position[b, 0] + horizontal * torch.cos(angle)[b, a]
+        y = position[b, 1] + horizontal * torch.sin(angle)[b, a]
+        col = torch.floor((x - self.origin[b, 0]) / self.cell_m).long()
+        row = torch.floor((y - self.origin[b, 1]) / self.cell_m).long()
+        keep = self._inside(col, row)
         self.grid[b[keep], row[keep], col[keep]] = OCCUPIED
 
     def _inside(self, col: torch.Tensor, row: torch.Tensor) -> torch.Tensor:
