@@ -131,9 +131,13 @@ def _learner_rank_pids() -> list[int]:
 
 
 def test_a_killed_learner_rank_fails_the_run_with_one_line_and_valid_checkpoints(tmp_path: Path) -> None:
+    """Its subject is the process group, so its policy reads no frontier map (the map's cost is paid
+    by the Ctrl+C test above, which trains the default policy's data-parallel step)."""
     steps = 2 * 16 * 4
     config = settings(
-        train={"total_steps": 1000 * steps}, checkpoint={"every_steps": steps, "auto_resume": False}
+        train={"total_steps": 1000 * steps},
+        checkpoint={"every_steps": steps, "auto_resume": False},
+        policy=TINY_POLICY | {"visit_input": False},
     )
     distributed = config.distributed.model_copy(update={"num_workers": 2, "learners": 2})
     outcome: dict[str, BaseException] = {}
