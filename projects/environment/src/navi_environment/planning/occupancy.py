@@ -140,8 +140,8 @@ class OccupancyGrids:
     def _mark_hits(
         self, hits: torch.Tensor, depth_share: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor
     ) -> None:
-        """Cells holding an in-slab hit become OCCUPIED. Only the hit rays are placed (a third or less
-        of all rays), each by the same float operations as a whole-sensor placement would use."""
+        """Cells holding an in-slab hit become OCCUPIED. Only the hit rays are placed, each by the same
+        float operations as a placement of the whole sensor would use (so the grids are the same)."""
         b, a, e = hits.nonzero(as_tuple=True)
         horizontal = depth_share[b, a, e] * self.horizon_m * self.cos_el[e]
         angle = yaw[:, None] + self.azimuth[None, :]  # [B, Az]
