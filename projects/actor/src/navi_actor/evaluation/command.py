@@ -50,16 +50,26 @@ def _checkpoint_policy(path: Path, env: Any, device: str) -> Any:
         policy, loaded = load_policy(path, device)
     except CheckpointError as error:
         raise click.ClickException(str(error)) from error
-    _check_sensor(path, loaded.policy_config, env)
+    check_sensor(path, loaded.policy_config, env)
     return policy
 
 
-def _check_sensor(path: Path, policy_config: Any, env: Any) -> None:
-    """Refuse, in one line, a checkpoint whose sensor is not the environment's."""
+def check_sensor(path: Path, policy_config: Any, env: Any) -> None:
+    """Refuse, in one line, a checkpoint whose sensor is not the environment's: another ray grid, or
+    (a policy reading the frontier map, which turns depth back into metres) another sensor horizon,
+    which would place every mapped wall at the wrong distance without any error."""
     sensor = (policy_config.azimuth, policy_config.elevation)
     if tuple(env.observation_shape[1:]) != sensor:
         raise click.ClickException(
             f"{path} expects a {sensor} sensor but the environment gives {tuple(env.observation_shape[1:])}"
+        )
+    settings = getattr(env, "settings", None)  # the simulator's; other backends carry no horizon
+    maps_depth = policy_config.visit_input and policy_config.visits.source == "frontiers"
+    if settings is not None and maps_depth and policy_config.visits.horizon_m != settings.sensor.horizon_m:
+        raise click.ClickException(
+            f"{path} maps depth with a {policy_config.visits.horizon_m:g} m sensor horizon but the "
+            f"environment's is {settings.sensor.horizon_m:g} m (NAVI_ENV_SENSOR__HORIZON_M): evaluate "
+            "with the horizon it was trained with"
         )
 
 
@@ -194,7 +204,7 @@ def select_run(
         trained_on = load_checkpoint(paths[-1]).corpus_summary.get("names")
         scenes = trained_scene_indices(env, trained_on if isinstance(trained_on, list) else None)
         for path in paths:  # a sensor mismatch fails before any flight (the file's config, no model built)
-            _check_sensor(path, load_checkpoint(path).policy_config, env)
+            check_sensor(path, load_checkpoint(path).policy_config, env)
         selection = select_checkpoint(
             paths, env, episodes_per_scene=episodes_per_scene, seed=seed,
             max_collision_ratio=max_collision_ratio, device=device, scenes=scenes,
