@@ -30,6 +30,9 @@ action (``warm_start_mean_action``).
 Each training run's folder (its checkpoint, and the warm start's flights: about 450 MB for a
 16k-step warm start) is kept under the system's temporary folder, so that ``--checkpoint`` can
 judge it again; the JSON names it (``run_dir``) and stderr says its size. Delete it when done.
+The JSON also names the code that produced the line (``code``: the git revision, ``+dirty`` with
+uncommitted changes): learning numbers move with any change to what the policy reads, so a table
+of them is only comparable row to row at one revision.
 
 ``--heldout-corpus DIR`` holds out every scene of a second corpus folder as well, e.g. scenes
 compiled from mesh files (``navi-environment corpus prepare --source DIR --families none``): the
@@ -62,6 +65,7 @@ from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_n
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 from navi_common.cli_options import build_settings
+from navi_common.provenance import git_revision
 
 
 def corpus_split(
@@ -488,6 +492,7 @@ def main(
     )
     line = {
         "benchmark": "learning",
+        "code": git_revision(),
         **run,
         "train_scenes": len(train_scenes),
         "split": "named" if named else split,

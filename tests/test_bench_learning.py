@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 import torch
 
+from navi_common.provenance import git_revision
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench_learning.py"
 TINY = {
@@ -95,6 +97,7 @@ def test_bench_trains_judges_and_rejudges_its_checkpoint_to_the_same_numbers(
     trained: dict[str, Any],
 ) -> None:
     assert trained["heldout_scenes"] == ["hall_001"] and trained["train_scenes"] == 1
+    assert trained["code"] == git_revision()  # the revision that produced the numbers
     assert trained["train_steps"] > 0 and Path(trained["checkpoint"]).is_file()
     assert Path(trained["run_dir"]) in Path(trained["checkpoint"]).parents  # the kept folder, named
     policies = {"learned_mean_action", "learned_sampled", "random", "heuristic", "frontier"}
