@@ -65,6 +65,7 @@ from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_n
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 from navi_common.cli_options import build_settings
+from navi_common.logging import configure_logging
 from navi_common.provenance import git_revision
 
 
@@ -460,6 +461,9 @@ def main(
     select_checkpoint: bool,
 ) -> None:
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
+    # structlog unconfigured prints every event, debug included, on stdout: the JSON line would be
+    # one line among hundreds. Warnings go to stderr; the run folder's log keeps info and up.
+    configure_logging("info", console_level="warning")
     if threads is not None:
         torch.set_num_threads(threads)
     named = [name.strip() for name in heldout_scenes.split(",") if name.strip()] if heldout_scenes else None

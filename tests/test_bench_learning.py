@@ -81,7 +81,7 @@ def bench(*args: str) -> subprocess.CompletedProcess[str]:
 
 def json_line(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr[-3000:]
-    (line,) = [row for row in result.stdout.splitlines() if row.startswith("{")]
+    (line,) = result.stdout.splitlines()  # stdout is the JSON line alone (logs go to stderr)
     parsed: dict[str, Any] = json.loads(line)
     return parsed
 
