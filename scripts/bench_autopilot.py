@@ -13,6 +13,7 @@ import torch
 
 from navi_auditor.explorer.autopilot import Autopilot
 from navi_auditor.settings import AutopilotSettings
+from navi_common import configure_logging
 from navi_environment.backend import SdfDagBackend
 from navi_environment.config import EnvironmentSettings
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag
@@ -54,6 +55,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resolution", type=int, default=128)
     args = parser.parse_args()
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON lines
     torch.set_num_threads(1)
     for family in FAMILIES:
         result = fly(family, args.seed, args.drones, args.steps, args.resolution)

@@ -36,6 +36,7 @@ import click
 import numpy as np
 
 import navi_contracts
+from navi_common import configure_logging
 from navi_contracts import DistanceMatrix, decode, encode
 from navi_contracts.samples import sample_distance_matrix
 
@@ -91,6 +92,7 @@ def main(
     *, rounds: int, iterations: int, batch: int, azimuth: int, elevation: int, baseline: str | None
 ) -> None:
     """Time encode and decode of one observation; count the codec's and the package's lines."""
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     message = sample_distance_matrix(batch, azimuth, elevation, seed=1)
     assert message.delta_depth is not None and message.poses is not None
     arrays = [message.depth, message.semantic, message.valid_mask, message.delta_depth, message.env_ids,

@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
+        from navi_common import configure_logging
+
+        configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
         print(json.dumps(child(args.source, args.child)))
         return
     mesh_info: dict[str, object] | None = None

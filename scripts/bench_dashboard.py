@@ -33,7 +33,7 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 
-from navi_common import Publisher, free_tcp_endpoint
+from navi_common import Publisher, configure_logging, free_tcp_endpoint
 from navi_contracts import encode, topics
 from navi_dashboard.png import encode_png
 from navi_dashboard.render import render_panorama
@@ -163,6 +163,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each producer phase")
     parser.add_argument("--batch", type=int, default=4, help="drones per DistanceMatrix")
     args = parser.parse_args()
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     result: dict[str, object] = {"bench": "dashboard", "batch": args.batch, "shape": [256, 48]}
     result.update(bench_render())
     payload = encode(room_matrix(args.batch, 256, 48, step_id=1))

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from navi_common import configure_logging
 from navi_environment.config import EnvironmentSettings
 from navi_environment.runtime.bench import bench_backend
 
@@ -42,6 +43,7 @@ def main() -> None:
     parser.add_argument("--gmdag-file", type=Path, default=REPO / "artifacts/gmdag/corpus/hall_000.gmdag")
     parser.add_argument("--cpu-threads", type=int, default=2, help="torch/numba threads of the CPU reference")
     args = parser.parse_args()
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     if not args.gmdag_file.is_file():
         raise SystemExit(
             f"--gmdag-file {args.gmdag_file} does not exist (uv run navi-environment corpus prepare)"

@@ -67,8 +67,10 @@ def fly(policy: Any, scene: Path, drones: int, steps: int, seed: int) -> dict[st
 def main(corpus: Path, per_family: int, drones: int, steps: int, seed: int) -> None:
     """Coverage of random, heuristic and frontier policies on a few scenes of each family."""
     from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, ReactiveHeuristic
+    from navi_common import configure_logging
     from navi_environment.config import EnvironmentSettings
 
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     torch.set_num_threads(1)
     settings = EnvironmentSettings()
     families: dict[str, list[Path]] = {}

@@ -24,6 +24,7 @@ import torch
 from navi_actor.devices import DeviceUnavailableError, check_device
 from navi_actor.inference import PolicyStepper
 from navi_actor.models import NaviPolicy, PolicyConfig
+from navi_common import configure_logging
 
 
 def _synchronise(device: torch.device) -> None:
@@ -115,6 +116,7 @@ def main(
     *, device: str, drones: list[int], calls: int, warmup: int, chunk: int, hz: float, cpu_threads: int
 ) -> None:
     """Time the real-time brain's inference call per device and drone count; print one JSON line."""
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     try:
         check_device(device)
     except DeviceUnavailableError as error:

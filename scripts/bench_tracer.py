@@ -38,6 +38,7 @@ import numba
 import numpy as np
 import torch
 
+from navi_common import configure_logging
 from navi_environment.config import EnvironmentSettings
 from navi_environment.gmdag.writer import compile_sdf_to_gmdag
 from navi_environment.runtime.atlas import pack_scenes
@@ -227,6 +228,7 @@ def main() -> None:
     parser.add_argument("--device-drones", type=int, default=256, help="Drones per trace on --device.")
     parser.add_argument("--step-actors", default="4,32", help="Batch sizes of the step timings.")
     args = parser.parse_args()
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     device = torch.device(args.device) if args.device else None
     if device is not None and device.type == "cuda" and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: no CUDA device is available on this machine")

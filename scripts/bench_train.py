@@ -46,6 +46,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from navi_actor.config import ActorSettings
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
+from navi_common import configure_logging
 
 TARGET_STEPS_PER_SECOND = 300.0
 TARGET_EFFICIENCY = 0.5
@@ -144,6 +145,7 @@ def main(
     num_actors: int | None,
 ) -> None:
     """Measure the default trainer end to end and print one JSON line."""
+    configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
     if threads is not None:
         torch.set_num_threads(threads)
     values: dict[str, Any] = {
@@ -156,9 +158,10 @@ def main(
     }
     settings = ActorSettings(**values)
     built = build_environment(settings.environment, settings.rollout.num_actors, device)
-    runner = OnPolicyRunner(settings, built, artifacts_dir=Path(tempfile.mkdtemp(prefix="navi-bench-")))
-    timed_iteration(runner)  # warm-up: numba compilation, first allocations
-    rounds = [timed_iteration(runner) for _ in range(iterations)]
+    with tempfile.TemporaryDirectory(prefix="navi-bench-") as scratch:  # the run folder is not kept
+        runner = OnPolicyRunner(settings, built, artifacts_dir=Path(scratch))
+        timed_iteration(runner)  # warm-up: numba compilation, first allocations
+        rounds = [timed_iteration(runner) for _ in range(iterations)]
     per_minibatch = minibatch_flops(runner)
     torch_device = runner.storage.device
     matmul_rate = matmul_flops_per_second(torch_device)
