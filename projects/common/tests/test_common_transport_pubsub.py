@@ -71,6 +71,11 @@ def test_latest_only_over_tcp_never_goes_backwards(endpoint: str) -> None:
 
 @pytest.mark.parametrize("latest_only", [False, True])
 def test_malformed_messages_are_logged_and_skipped(endpoint: str, latest_only: bool) -> None:
+    if latest_only:
+        # Over TCP the first drain may run before the valid telemetry has arrived (seen on a loaded
+        # CI box), and then the junk it supersedes is rightly decoded; inproc delivers every send
+        # into the pipe before the subscriber reads, so the conflation below is exact.
+        endpoint = f"inproc://malformed-{uuid.uuid4().hex}"
     raw = new_socket(zmq.XPUB)
     raw.bind(endpoint)
     try:

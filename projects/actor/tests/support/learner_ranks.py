@@ -102,5 +102,8 @@ def rank_update(rank: int, ranks: int, port: int, tmp: Path) -> None:
                 },
                 tmp / "rank0.pt",
             )
+        # Leave together: a rank that tore its gloo group down while the other was still saving
+        # died once in CI with "terminate called without an active exception" (SIGABRT).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
