@@ -20,23 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tiny_settings import TINY
 
 from navi_common.provenance import git_revision
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench_learning.py"
-TINY = {
-    "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32",
-    "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
-    "NAVI_ACTOR_TEMPORAL_CORE": "gru",
-    "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
-    "NAVI_ACTOR_ROLLOUT__ROLLOUT_LENGTH": "16",
-    "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
-    "OMP_NUM_THREADS": "1",
-    "NUMBA_NUM_THREADS": "1",
-}
 ARGS = ["--split", "tail", "--holdout", "0.5", "--episodes", "1", "--episode-steps", "20", "--threads", "1"]
 
 

@@ -14,20 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tiny_settings import TINY
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench_train.py"
-TINY = {
-    "NAVI_ENV_SENSOR__AZIMUTH_BINS": "32",
-    "NAVI_ENV_SENSOR__ELEVATION_BINS": "8",
-    "NAVI_ACTOR_TEMPORAL_CORE": "gru",
-    "NAVI_ACTOR_POLICY__EMBED_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_DIM": "32",
-    "NAVI_ACTOR_POLICY__VIT_LAYERS": "1",
-    "NAVI_ACTOR_ROLLOUT__ROLLOUT_LENGTH": "16",
-    "NAVI_ACTOR_ROLLOUT__SEQUENCE_LENGTH": "8",
-    "OMP_NUM_THREADS": "1",
-    "NUMBA_NUM_THREADS": "1",
-}
 
 
 def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(tmp_path: Path) -> None:
