@@ -61,7 +61,7 @@ from navi_actor.bc.config import WarmStartConfig
 from navi_actor.bc.warm_start import run_warm_start, settings_after_warm_start
 from navi_actor.config import ActorSettings
 from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, ReactiveHeuristic
-from navi_actor.evaluation.scene_split import SplitMode, scene_families, split_named, split_scenes
+from navi_actor.evaluation.scene_split import SplitMode, split_named, split_scenes
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 from navi_common.cli_options import build_settings
@@ -78,6 +78,7 @@ def corpus_split(
 ) -> tuple[list[Path], list[Path]]:
     """(training scenes, held-out scenes) of the corpus (the default one is built if missing), with
     every scene of ``heldout_corpus`` held out as well (never trained on)."""
+    from navi_environment.corpus.manifest import scene_families
     from navi_environment.corpus.prepare import ensure_default_corpus
 
     folder = corpus if corpus is not None else ensure_default_corpus(progress=True)
@@ -86,7 +87,7 @@ def corpus_split(
         if named:
             train, held = split_named(scenes, named)
         else:
-            train, held = split_scenes(scenes, scene_families(folder, scenes), holdout, split)
+            train, held = split_scenes(scenes, scene_families(scenes, folder), holdout, split)
         if heldout_corpus is not None:
             held = held + corpus_scenes(heldout_corpus)
     except (ValueError, FileNotFoundError) as error:
@@ -172,6 +173,7 @@ def trained_policy(
         "train_step_budget": steps,
         "train_steps": summary.steps_this_run,
         "train_steps_per_second": round(summary.steps_per_second, 2),
+        "family_weights": dict(train_env.settings.episode.family_weights),  # the scene rotation
         "checkpoint": str(summary.final_checkpoint),
         "run_dir": str(artifacts),  # kept: a temporary folder the caller deletes
         **({"warm_start": facts} if facts is not None else {}),

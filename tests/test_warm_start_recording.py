@@ -70,6 +70,36 @@ def test_every_scene_is_flown_in_files_the_auditor_validates(
     assert flown == {"hall_000.gmdag": 24, "hall_001.gmdag": 12, "hall_002.gmdag": 12}
 
 
+def test_a_weighted_family_is_flown_as_often_as_training_flies_it(
+    tmp_path: Path, scenes: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from navi_actor.bc.frontier_recording import record_frontier
+    from navi_environment.backend import SdfDagBackend
+    from navi_environment.config import EnvironmentSettings
+
+    settings = EnvironmentSettings(
+        sensor={"azimuth_bins": 32, "elevation_bins": 8},
+        episode={"max_steps": 5, "episodes_per_scene": 1, "family_weights": {"hall": 2}},
+    )
+    env = SdfDagBackend(settings, 2, scene_paths=scenes)
+    assert env.rotation.tolist() == [0, 1, 2, 0, 1, 2]
+    flying_in: list[list[int]] = []
+    step = env.step
+
+    def spy(actions: torch.Tensor) -> Any:
+        flying_in.append(env.scene_index.tolist())
+        return step(actions)
+
+    monkeypatch.setattr(env, "step", spy)
+    recording = record_frontier(env, 72, tmp_path, seed=3)
+    # the rotation's 6 turns, 2 drones: 3 rounds, every hall flown twice
+    assert flying_in == [[0, 1]] * 12 + [[2, 0]] * 12 + [[1, 2]] * 12
+    assert recording.rounds == 3 and len(recording.files) == 6
+    assert sorted(path.name.split("-")[-1] for path in recording.files) == [
+        "hall_000.npz", "hall_000.npz", "hall_001.npz", "hall_001.npz", "hall_002.npz", "hall_002.npz",
+    ]  # fmt: skip
+
+
 def test_the_flight_plan_flies_every_scene_within_the_scene_cache() -> None:
     from navi_actor.bc.frontier_recording import flight_plan
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from navi_actor.evaluation.scene_split import scene_families, split_named, split_scenes
+from navi_actor.evaluation.scene_split import split_named, split_scenes
 
 FAMILIES = ["apartment"] * 4 + ["maze"] * 4 + ["hall"] * 4
 
@@ -76,37 +75,3 @@ def test_named_split_holds_out_exactly_the_named_scenes_in_corpus_order() -> Non
 def test_impossible_named_splits_fail_with_a_reason(names: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         split_named(_paths(["apartment", "apartment"]), names)
-
-
-def test_families_come_from_the_manifest_else_the_file_name(tmp_path: Path) -> None:
-    scenes = [tmp_path / "a.gmdag", tmp_path / "warehouse_012.gmdag", tmp_path / "odd.gmdag"]
-    # no manifest: the name without its number
-    assert scene_families(tmp_path, scenes) == ["a", "warehouse", "odd"]
-    (tmp_path / "manifest.json").write_text(json.dumps({"broken": True}))
-    assert scene_families(tmp_path, scenes) == ["a", "warehouse", "odd"]
-
-
-def test_manifest_families_win_over_file_names(tmp_path: Path) -> None:
-    from navi_environment.corpus.manifest import (
-        MANIFEST_NAME,
-        CorpusManifest,
-        ManifestEntry,
-        QualificationSummary,
-        manifest_json,
-    )
-
-    def entry(name: str, family: str) -> ManifestEntry:
-        return ManifestEntry(
-            id=name, file=f"{name}.gmdag", family=family, seed=None, source=f"/meshes/{name}.obj",
-            resolution=64, voxel_size_m=0.2, bmin_m=(0, 0, 0), node_count=1, bytes=40,
-            compression_ratio=1.0, compile_seconds=0.1, sha256="0" * 64,
-            qualification=QualificationSummary(verdict="PASS"),
-        )  # fmt: skip
-
-    manifest = CorpusManifest(
-        created_utc="2026-01-01T00:00:00Z", git_revision="x", versions={}, settings={},
-        scenes=[entry("office_1", "mesh"), entry("hall_000", "hall")],
-    )  # fmt: skip
-    (tmp_path / MANIFEST_NAME).write_text(manifest_json(manifest))
-    scenes = [tmp_path / "office_1.gmdag", tmp_path / "hall_000.gmdag", tmp_path / "maze_004.gmdag"]
-    assert scene_families(tmp_path, scenes) == ["mesh", "hall", "maze"]

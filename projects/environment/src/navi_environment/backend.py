@@ -30,9 +30,10 @@ import torch
 
 from navi_contracts.paths import artifacts_root
 from navi_environment.config import EnvironmentSettings
+from navi_environment.corpus.manifest import family_of_name, scene_families
 from navi_environment.runtime.scene import RuntimeScene
 from navi_environment.runtime.scene_set import SceneSet
-from navi_environment.step.episodes import EpisodeTracker
+from navi_environment.step.episodes import EpisodeTracker, scene_rotation, unknown_families
 from navi_environment.step.fused import FusedStep, resolve_step_kernel
 from navi_environment.step.physics import Kinematics, move_with_collisions
 from navi_environment.step.rewards import REWARD_TERMS, RewardInputs, Rewards
@@ -80,7 +81,7 @@ def corpus_paths(settings: EnvironmentSettings) -> list[Path]:
 
 
 def spread_start_scenes(num_actors: int, num_scenes: int, max_cached: int) -> torch.Tensor:
-    """[B] first corpus scene of each drone: evenly spaced over the whole corpus.
+    """[B] first scene of each drone (its position in the scene rotation): evenly spaced over it.
 
     A corpus manifest lists scenes family by family, so starting drones in scenes 0, 1, 2, ...
     would keep a short run inside the first family (in 30 minutes 4 drones saw only apartments
@@ -126,10 +127,11 @@ class SdfDagBackend:
         self.scenes = SceneSet(corpus, settings, self.device)
         B, sensor = num_actors, settings.sensor
         self.observation_shape = (3, sensor.azimuth_bins, sensor.elevation_bins)
-        self._initial_scene = spread_start_scenes(B, len(self.scenes), settings.scene.max_cached_scenes).to(
-            self.device
-        )
-        self.scene_index = self._initial_scene.clone()
+        self.rotation = self._rotation(corpus)
+        max_cached = settings.scene.max_cached_scenes
+        self._initial_position = spread_start_scenes(B, len(self.rotation), max_cached).to(self.device)
+        self.rotation_position = self._initial_position.clone()
+        self.scene_index = self.rotation[self.rotation_position]
         self.scenes.ensure(self.scene_index.tolist())
         assert self.scenes.atlas is not None
         self.tracer = Tracer(self.scenes.atlas, sensor, settings.tracer, self.device)
@@ -174,7 +176,8 @@ class SdfDagBackend:
         """
         self._generator.manual_seed(int(self.settings.seed if seed is None else seed))
         self.episodes.reset_all()
-        self.scene_index.copy_(self._initial_scene)
+        self.rotation_position.copy_(self._initial_position)
+        self.scene_index.copy_(self.rotation[self.rotation_position])
         self._sync_atlas()
         self._respawn(torch.arange(self.num_actors, device=self.device))
         self._needs_reset = False
@@ -327,11 +330,27 @@ class SdfDagBackend:
     def _end_episodes(self, rows: torch.Tensor) -> None:
         """Auto-reset drones ``rows`` (long [K]): rotate scenes where due, respawn, re-trace."""
         rotate = self.episodes.start_episodes(rows)
-        if len(self.scenes) > 1 and bool(rotate.any()):
+        if len(self.rotation) > 1 and bool(rotate.any()):
             moving = rows[rotate]
-            self.scene_index[moving] = (self.scene_index[moving] + 1) % len(self.scenes)
+            self.rotation_position[moving] = (self.rotation_position[moving] + 1) % len(self.rotation)
+            self.scene_index[moving] = self.rotation[self.rotation_position[moving]]
             self._sync_atlas()
         self._respawn(rows)
+
+    def _rotation(self, corpus: Sequence[Path | RuntimeScene]) -> torch.Tensor:
+        """[R] corpus indices in the order drones fly them (``episode.family_weights``)."""
+        weights = self.settings.episode.family_weights
+        if not weights:
+            return torch.arange(len(corpus), device=self.device)
+        names = [entry for entry in corpus if isinstance(entry, Path)]
+        from_files = iter(scene_families(names))
+        families = [next(from_files) if isinstance(e, Path) else family_of_name(e.name) for e in corpus]
+        missing = unknown_families(families, weights)
+        if missing:
+            log.warning("env.rotation.unknown_family", families=missing, known=sorted(set(families)))
+        order = scene_rotation(families, weights)
+        log.info("env.rotation.weighted", weights=dict(weights), scenes=len(corpus), rotation=len(order))
+        return torch.tensor(order, dtype=torch.int64, device=self.device)
 
     def _sync_atlas(self) -> None:
         """Repack the atlas if the scenes in use changed, then refresh every drone's atlas id."""

@@ -8,7 +8,7 @@ Every value a hot path needs is derived and validated here once, at start-up.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
@@ -183,6 +183,13 @@ class EpisodeSettings(BaseModel):
         default=0.98, gt=0.0, le=1.0, description="Truncate once this share of rays sees nothing."
     )
     episodes_per_scene: int = Field(default=16, ge=1, description="Episodes per drone before the next scene.")
+    family_weights: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict,
+        description="Times each scene of a family comes round in the scene rotation (default 1), e.g. "
+        '{"apartment": 2}: a drone flies every run of consecutive apartment scenes twice before it '
+        "moves on, so apartments take twice their share of the episodes. Families are the corpus "
+        "manifest's (else a scene's name without its number). Planned episodes (evaluate) are unaffected.",
+    )
 
 
 class EnvironmentSettings(NaviSettings):

@@ -61,6 +61,13 @@ def flight_plan(scenes: int, drones: int, max_cached: int) -> list[list[int]]:
     return [[(turn * slots + drone % slots) % scenes for drone in range(drones)] for turn in range(rounds)]
 
 
+def rotation_of(env: Any) -> list[int]:
+    """The corpus scenes in the order training flies them (``episode.family_weights`` repeats a
+    family's scenes), so the planner's flights give each family the share PPO will give it."""
+    rotation = getattr(env, "rotation", None)
+    return list(range(env.num_scenes)) if rotation is None else [int(scene) for scene in rotation]
+
+
 def scene_label(scene: Any) -> str:
     """What a demonstration records as the scene: the file path, or the in-memory scene's name."""
     return str(scene) if isinstance(scene, Path) else str(scene.name)
@@ -77,7 +84,8 @@ def record_frontier(
     prefix: str = "frontier",
     planner_options: dict[str, Any] | None = None,
 ) -> Recording:
-    """Fly the frontier planner with every drone of ``env`` over all of its scenes, round by round.
+    """Fly the frontier planner with every drone of ``env`` over all of its scenes, round by round
+    (over its scene rotation: a family weighted 2 is flown twice).
 
     With a ``pilot`` (DAgger's correction flights), the pilot flies with its mean action and the
     planner only watches: it maps the same observations from the same poses and its action at every
@@ -106,7 +114,11 @@ def record_frontier(
     from navi_actor.evaluation.baselines import FrontierPolicy
 
     drones = env.num_actors
-    plan = flight_plan(env.num_scenes, drones, env.settings.scene.max_cached_scenes)
+    rotation = rotation_of(env)
+    plan = [
+        [rotation[turn] for turn in turns]
+        for turns in flight_plan(len(rotation), drones, env.settings.scene.max_cached_scenes)
+    ]
     share = max(1, math.ceil(steps / (len(plan) * drones)))
     labels = [scene_label(scene) for scene in env.scenes.corpus]
     stems = [

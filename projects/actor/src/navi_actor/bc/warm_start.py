@@ -89,18 +89,20 @@ def run_warm_start(
         FileExistsError: ``folder`` already holds demonstrations.
         DemonstrationError: the flights are too short to clone (e.g. fewer frames than BC streams).
     """
-    from navi_actor.bc.frontier_recording import flight_plan, record_frontier
+    from navi_actor.bc.frontier_recording import flight_plan, record_frontier, rotation_of
 
     warm, say = settings.warm_start, note or (lambda line: None)
     demonstrations = folder / "demonstrations"
     if demonstrations.exists() and any(demonstrations.glob("*.npz")):
         raise FileExistsError(f"{demonstrations} holds demonstrations; a warm start never reuses them")
-    drones, scenes = env.num_actors, env.num_scenes
-    rounds = len(flight_plan(scenes, drones, env.settings.scene.max_cached_scenes))
+    drones, scenes, rotation = env.num_actors, env.num_scenes, len(rotation_of(env))
+    rounds = len(flight_plan(rotation, drones, env.settings.scene.max_cached_scenes))
     flight = max(1, math.ceil(warm.steps / (rounds * drones)))
     started = time.monotonic()
+    weighted = f" ({rotation} in the rotation)" if rotation != scenes else ""
     say(
-        f"warm start: recording {flight * drones * rounds:,} steps on {scenes} scene{'s' * (scenes != 1)} "
+        f"warm start: recording {flight * drones * rounds:,} steps on {scenes} scene{'s' * (scenes != 1)}"
+        f"{weighted} "
         f"with the frontier planner ({rounds} round{'s' * (rounds != 1)} of {flight} steps x {drones} drones)"
     )
 

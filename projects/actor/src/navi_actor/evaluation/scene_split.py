@@ -9,29 +9,11 @@ beams), not generalisation to unseen scenes. The default split is therefore *str
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 SplitMode = Literal["stratified", "tail"]
-
-_NUMBERED = re.compile(r"^(?P<family>.+?)_\d+$")
-
-
-def scene_families(folder: Path, scenes: Sequence[Path]) -> list[str]:
-    """Family of each scene: the manifest's ``family``, else the file stem without ``_<number>``."""
-    from navi_environment.corpus.manifest import ManifestError, load_manifest
-
-    try:
-        by_file = {entry.file: entry.family for entry in load_manifest(folder).scenes}
-    except ManifestError:
-        by_file = {}
-    families = []
-    for path in scenes:
-        match = _NUMBERED.match(path.stem)
-        families.append(by_file.get(path.name) or (match.group("family") if match else path.stem))
-    return families
 
 
 def split_scenes(
@@ -41,7 +23,7 @@ def split_scenes(
 
     Args:
         scenes: the corpus scenes, in manifest order.
-        families: the family of each scene (same length).
+        families: the family of each scene (same length; ``navi_environment.corpus.manifest.scene_families``).
         share: share of scenes to hold out, in (0, 1).
         mode: ``stratified``: the last ``round(share * n)`` (at least one) scenes of every family with
             two or more scenes; ``tail``: the last ``round(share * N)`` (at least one) of the corpus.

@@ -106,9 +106,14 @@ def build_environment(
         "names": names[:64],
         # What makes two runs' returns comparable beyond the scenes (registry promotion, resume):
         "episode_max_steps": env_settings.episode.max_steps,
+        # (the rotation's weights are named on their own, and only when set, so that an unweighted
+        # run keeps the registry comparison key it had before the setting existed)
         "reward_settings": _digest(
-            env_settings.reward.model_dump_json() + env_settings.episode.model_dump_json()
+            env_settings.reward.model_dump_json()
+            + env_settings.episode.model_dump_json(exclude={"family_weights"})
         ),
     }
+    if env_settings.episode.family_weights:  # a reward EMA of another mix of scenes
+        summary["family_weights"] = dict(env_settings.episode.family_weights)
     log.info("actor.env.built", backend="sdfdag", scenes=len(names), actors=num_actors, device=device)
     return BuiltEnvironment(backend, summary)

@@ -8,6 +8,8 @@ manifest fails with a message instead of a KeyError deep inside training.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -134,3 +136,32 @@ def corpus_scene_files(folder: str | Path) -> list[Path]:
     if not scenes:
         raise FileNotFoundError(f"corpus folder {folder} holds no usable .gmdag scenes")
     return scenes
+
+
+_NUMBERED = re.compile(r"^(?P<family>.+?)_\d+$")
+
+
+def family_of_name(name: str) -> str:
+    """A scene's family from its name alone: the name without a trailing ``_<number>``."""
+    match = _NUMBERED.match(name)
+    return match.group("family") if match else name
+
+
+def scene_families(scenes: Sequence[Path], folder: Path | None = None) -> list[str]:
+    """Family of each scene: its manifest entry's ``family``, else :func:`family_of_name` of its stem.
+
+    Args:
+        scenes: scene files.
+        folder: the corpus folder whose manifest lists them (default: each scene's own folder).
+    """
+    by_folder: dict[Path, dict[str, str]] = {}
+    families = []
+    for path in scenes:
+        home = Path(folder) if folder is not None else path.parent
+        if home not in by_folder:
+            try:
+                by_folder[home] = {entry.file: entry.family for entry in load_manifest(home).scenes}
+            except ManifestError:
+                by_folder[home] = {}
+        families.append(by_folder[home].get(path.name) or family_of_name(path.stem))
+    return families
