@@ -31,6 +31,19 @@ def scenes(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return paths
 
 
+def _scenes_flown(env: Any, monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """A list that fills with every step's scene per drone as ``env`` is stepped."""
+    flying_in: list[list[int]] = []
+    step = env.step
+
+    def spy(actions: torch.Tensor) -> Any:
+        flying_in.append(env.scene_index.tolist())
+        return step(actions)
+
+    monkeypatch.setattr(env, "step", spy)
+    return flying_in
+
+
 def test_every_scene_is_flown_in_files_the_auditor_validates(
     tmp_path: Path, scenes: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -44,14 +57,7 @@ def test_every_scene_is_flown_in_files_the_auditor_validates(
         episode={"max_steps": 5, "episodes_per_scene": 1},
     )  # each drone starts again twice in its 12-step share; the backend alone would move it on
     env = SdfDagBackend(settings, 2, scene_paths=scenes)
-    flying_in: list[list[int]] = []  # each step's scene per drone, restarts included
-    step = env.step
-
-    def spy(actions: torch.Tensor) -> Any:
-        flying_in.append(env.scene_index.tolist())
-        return step(actions)
-
-    monkeypatch.setattr(env, "step", spy)
+    flying_in = _scenes_flown(env, monkeypatch)  # each step's scene per drone, restarts included
     recording = record_frontier(env, 48, tmp_path, seed=3)
     # 3 scenes, 2 drones: round 1 flies scenes 0 and 1, round 2 scene 2 and (wrapping) scene 0 again
     assert flying_in == [[0, 1]] * 12 + [[2, 0]] * 12
@@ -83,14 +89,7 @@ def test_a_weighted_family_is_flown_as_often_as_training_flies_it(
     )
     env = SdfDagBackend(settings, 2, scene_paths=scenes)
     assert env.rotation.tolist() == [0, 1, 2, 0, 1, 2]
-    flying_in: list[list[int]] = []
-    step = env.step
-
-    def spy(actions: torch.Tensor) -> Any:
-        flying_in.append(env.scene_index.tolist())
-        return step(actions)
-
-    monkeypatch.setattr(env, "step", spy)
+    flying_in = _scenes_flown(env, monkeypatch)
     recording = record_frontier(env, 72, tmp_path, seed=3)
     # the rotation's 6 turns, 2 drones: 3 rounds, every hall flown twice
     assert flying_in == [[0, 1]] * 12 + [[2, 0]] * 12 + [[1, 2]] * 12
