@@ -342,9 +342,9 @@ class SdfDagBackend:
         weights = self.settings.episode.family_weights
         if not weights:
             return torch.arange(len(corpus), device=self.device)
-        names = [entry for entry in corpus if isinstance(entry, Path)]
-        from_files = iter(scene_families(names))
-        families = [next(from_files) if isinstance(e, Path) else family_of_name(e.name) for e in corpus]
+        files = [entry for entry in corpus if isinstance(entry, Path)]
+        of_file = dict(zip(files, scene_families(files), strict=True))
+        families = [of_file[e] if isinstance(e, Path) else family_of_name(e.name) for e in corpus]
         missing = unknown_families(families, weights)
         if missing:
             log.warning("env.rotation.unknown_family", families=missing, known=sorted(set(families)))

@@ -4,10 +4,9 @@ Why weights per family: a family that is scarce in a corpus gets few of the trai
 (On the default corpus twice the apartments lifted the mean action on two seeds of three, but not
 the held-out apartment reliably: docs/experiments/2026-12-family-weights.md; not a default.)
 Before this setting the only way to give a family more episodes was copying its files into the
-corpus folder. A weight repeats
-each *run* of consecutive scenes of a family (a manifest lists a family's scenes together), so the
-rotation of the default corpus with ``{"apartment": 2}`` is the one those copies made: the three
-training apartments, the same three again, then the mazes.
+corpus folder. A weight repeats each *run* of consecutive scenes of a family (a manifest lists a
+family's scenes together), so the rotation of the default corpus with ``{"apartment": 2}`` is the
+one those copies made: the three training apartments, the same three again, then the mazes.
 """
 
 from __future__ import annotations
