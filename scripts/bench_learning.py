@@ -60,7 +60,7 @@ import torch
 from navi_actor.bc.config import WarmStartConfig
 from navi_actor.bc.warm_start import run_warm_start, settings_after_warm_start
 from navi_actor.config import ActorSettings
-from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, ReactiveHeuristic
+from navi_actor.evaluation.learning_targets import evaluate_all, targets
 from navi_actor.evaluation.scene_split import SplitMode, split_named, split_scenes
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
@@ -239,110 +239,6 @@ def selected_policy(
 #: the warm start's defaults, named in --help (the options are passed only when given, as in navi-actor train)
 WARM_DEFAULTS = WarmStartConfig()
 
-POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "frontier")
-
-
-def evaluate_all(
-    policy: Any, eval_scenes: list[Path], episodes: int, episode_steps: int, seed: int, *, clone: Any = None,
-    paths: Path | None = None,
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, dict[str, float]]]:  # fmt: skip
-    """Every policy flies the same episode plan on the held-out scenes; (summaries, paired ratios,
-    mean coverage per scene and policy).
-
-    ``clone``, the behaviour-cloned policy of a warm start before PPO, also flies it with its mean
-    action (``warm_start_mean_action``): what PPO added to the clone is a paired ratio too.
-
-    The plan draws ``episodes`` start poses per held-out scene once (seed + 1000); each planned
-    episode runs to its own end and counts once. Ratios are paired: the same episodes in numerator
-    and denominator, resampled together for the 95% interval.
-    """
-    from navi_actor.evaluation.evaluator import compare_reports, evaluate_policy
-    from navi_actor.evaluation.plan import make_plan
-
-    env = backend(eval_scenes, len(eval_scenes), episode_steps)
-    settings = env.settings
-    candidates = {
-        "learned_mean_action": (policy, True),
-        "learned_sampled": (policy, False),
-        "random": (RandomPolicy(), True),
-        "heuristic": (ReactiveHeuristic(horizon_m=settings.sensor.horizon_m), True),
-        "frontier": (FrontierPolicy(settings, env.num_actors), True),
-    }
-    pairs = [
-        ("learned_mean_action", "random"), ("learned_sampled", "random"),
-        ("learned_mean_action", "frontier"), ("learned_sampled", "learned_mean_action"),
-        ("heuristic", "random"), ("frontier", "random"),
-    ]  # fmt: skip
-    if clone is not None:
-        candidates["warm_start_mean_action"] = (clone, True)
-        pairs += [("warm_start_mean_action", "random"), ("learned_mean_action", "warm_start_mean_action")]
-    plan = make_plan(env, episodes, seed + 1000)
-    record = paths is not None
-    reports = {
-        name: evaluate_policy(
-            candidate, env, plan=plan, deterministic=det, seed=seed + 1000, record_paths=record
-        )
-        for name, (candidate, det) in candidates.items()
-    }
-    if paths is not None:
-        from navi_actor.evaluation.paths_png import write_path_images
-
-        for file in write_path_images(paths, env, list(reports.values())):
-            say(f"paths of {', '.join(reports)} (left to right): {file}")
-    summaries = {name: report.summary() for name, report in reports.items()}
-    summaries_by_scene = coverage_by_scene(reports, [path.stem for path in eval_scenes])
-    paired = {
-        f"{name}_vs_{reference}": compare_reports(reports[reference], reports[name])
-        for name, reference in pairs
-    }
-    return summaries, paired, summaries_by_scene
-
-
-def coverage_by_scene(reports: dict[str, Any], names: list[str]) -> dict[str, dict[str, float]]:
-    """Mean coverage (visit cells per episode) of every policy on each held-out scene, so a pooled
-    ratio can be traced to the scenes (a family, or the mesh scenes) that make it."""
-    table: dict[str, dict[str, float]] = {}
-    for index, name in enumerate(names):
-        table[name] = {}
-        for policy, report in reports.items():
-            mine = report.plan.scenes.numpy() == index
-            table[name][policy] = round(float(report.columns["coverage_cells"][mine].mean()), 2)
-    return table
-
-
-def targets(paired: dict[str, Any]) -> dict[str, Any]:
-    """The learning issue's targets, on paired ratios (point estimates; intervals reported beside)."""
-
-    def ratio(name: str, metric: str) -> dict[str, float]:
-        return dict(paired[name][metric]["ratio"])
-
-    ratios = {
-        "mean_action_coverage_vs_random": ratio("learned_mean_action_vs_random", "coverage_cells"),
-        "mean_action_collisions_vs_random": ratio("learned_mean_action_vs_random", "collisions_per_step"),
-        "sampled_coverage_vs_random": ratio("learned_sampled_vs_random", "coverage_cells"),
-        "mean_action_coverage_vs_frontier": ratio("learned_mean_action_vs_frontier", "coverage_cells"),
-        "frontier_coverage_vs_random": ratio("frontier_vs_random", "coverage_cells"),
-        "heuristic_coverage_vs_random": ratio("heuristic_vs_random", "coverage_cells"),
-    }
-    if "warm_start_mean_action_vs_random" in paired:  # the clone before PPO, and what PPO added
-        ratios["warm_start_mean_action_coverage_vs_random"] = ratio(
-            "warm_start_mean_action_vs_random", "coverage_cells"
-        )
-        ratios["mean_action_coverage_vs_warm_start"] = ratio(
-            "learned_mean_action_vs_warm_start_mean_action", "coverage_cells"
-        )
-    value = {name: entry["value"] for name, entry in ratios.items()}
-    return {
-        "ratios": ratios,
-        "targets_met": {
-            "mean_action_coverage_3x_random": value["mean_action_coverage_vs_random"] >= 3.0,
-            # a collision-free policy meets it; NaN (random never collided) does not
-            "mean_action_collisions_0.3x_random": value["mean_action_collisions_vs_random"] <= 0.3,
-            "sampled_coverage_3x_random": value["sampled_coverage_vs_random"] >= 3.0,
-            "mean_action_coverage_0.7x_frontier": value["mean_action_coverage_vs_frontier"] >= 0.7,
-        },
-    }
-
 
 @click.command()
 @click.option("--minutes", type=float, default=30.0, show_default=True, help="Training wall-clock budget.")
@@ -494,8 +390,9 @@ def main(
         policy, run["selection"] = selected_policy(folder, train_scenes, episode_steps, seed)
     clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
     results, paired, by_scene = evaluate_all(
-        policy, eval_scenes, episodes, episode_steps, seed, clone=clone, paths=paths
-    )
+        policy, backend(eval_scenes, len(eval_scenes), episode_steps), [path.stem for path in eval_scenes],
+        episodes, seed + 1000, clone=clone, paths=paths, note=say,
+    )  # fmt: skip
     line = {
         "benchmark": "learning",
         "code": git_revision(),
