@@ -16,9 +16,6 @@ from navi_actor.evaluation.baselines import FrontierPolicy, RandomPolicy, Reacti
 from navi_actor.evaluation.evaluator import EvaluationReport, compare_reports, evaluate_policy
 from navi_actor.evaluation.plan import make_plan
 
-#: the policies every verdict flies, in the order of the JSON and of the path pictures' panels
-POLICIES = ("learned_mean_action", "learned_sampled", "random", "heuristic", "frontier")
-
 #: (numerator, denominator) of every paired ratio the verdict reports
 PAIRS = (
     ("learned_mean_action", "random"), ("learned_sampled", "random"),
