@@ -78,8 +78,18 @@ def test_load_refuses_pickled_objects(tmp_path: Path) -> None:
     payload = make_checkpoint().to_payload()
     payload["surprise"] = Path("/etc")  # an arbitrary object: weights_only must refuse it
     torch.save(payload, path)
-    with pytest.raises(CheckpointError, match="cannot be read safely"):
+    with pytest.raises(CheckpointError, match="cannot be read safely") as refused:
         load_checkpoint(path)
+    assert "pathlib.PosixPath" in str(refused.value) and "\n" not in str(refused.value)  # one line
+
+
+@pytest.mark.parametrize("content", [b"# not a checkpoint\n", b"PK\x03\x04 cut short"])
+def test_a_file_that_is_not_a_checkpoint_is_refused_in_one_line(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "notes.pt"
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError, match="cannot be read safely") as refused:
+        load_checkpoint(path)
+    assert "\n" not in str(refused.value) and "weights_only" not in str(refused.value)
 
 
 def test_other_versions_fail_fast_with_a_clear_message(tmp_path: Path) -> None:

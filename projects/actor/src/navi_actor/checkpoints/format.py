@@ -118,7 +118,10 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> Che
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as error:  # torch raises several types for corrupt or unsafe files
-        raise CheckpointError(f"checkpoint {path} cannot be read safely: {error}") from error
+        raise CheckpointError(
+            f"checkpoint {path} cannot be read safely ({unreadable_reason(error)}): not a torch file, a "
+            "corrupt one, or one holding objects beyond tensors and plain values"
+        ) from error
     if not isinstance(payload, dict) or payload.get("format") != FORMAT_NAME:
         raise CheckpointError(f"{path} is not a Navi actor checkpoint (no '{FORMAT_NAME}' marker)")
     version = payload.get("version")
@@ -177,3 +180,15 @@ def stored_policy_config(text: str) -> PolicyConfig:
             visits.setdefault("frontier_distance", "straight")
             visits.setdefault("frontier_reading", "absolute")
     return PolicyConfig.model_validate(values)
+
+
+def unreadable_reason(error: Exception) -> str:
+    """The one sentence of torch's load error that says what is wrong: its weights-only message spans
+    six lines of advice (re-run with ``weights_only=False``) that a user of a checkpoint must not
+    follow, and a CLI error is one line."""
+    text = str(error)
+    marker = "WeightsUnpickler error:"
+    if marker in text:
+        text = text.split(marker, 1)[1]
+    line = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    return line.split(". ")[0].rstrip(".")
