@@ -9,6 +9,7 @@ what "met" means is one tested function, not a line in a 500-line script.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ CLONE_PAIRS = (("warm_start_mean_action", "random"), ("learned_mean_action", "wa
 
 def evaluate_all(
     policy: Any, env: Any, scene_names: list[str], episodes: int, seed: int, *, clone: Any = None,
-    paths: Path | None = None, note: Any = None,
+    paths: Path | None = None, note: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, dict[str, float]]]:  # fmt: skip
     """Every policy flies the same episode plan on ``env``'s scenes; (summaries, paired ratios, mean
     coverage per scene and policy).

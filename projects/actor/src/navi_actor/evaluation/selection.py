@@ -12,7 +12,7 @@ that collides least.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,7 +116,7 @@ def trained_scene_indices(env: Any, trained_on: Sequence[str] | None) -> list[in
 def select_checkpoint(
     paths: Sequence[Path], env: PlannedEnv, *, episodes_per_scene: int = 4, seed: int = 0,
     max_collision_ratio: float = DEFAULT_MAX_COLLISION_RATIO, device: str | torch.device = "cpu",
-    scenes: Sequence[int] | None = None, note: Any = None,
+    scenes: Sequence[int] | None = None, note: Callable[[str], None] | None = None,
 ) -> Selection:  # fmt: skip
     """Fly the random policy and every checkpoint of ``paths`` (mean action) on one plan of ``scenes``
     (default: all of ``env``'s), ``episodes_per_scene`` starts each drawn with ``seed``, and choose.
