@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from navi_actor.config import ActorSettings
 from navi_actor.distributed.data_parallel import ShardStorage, make_data_parallel
-from navi_actor.distributed.fragment import STORAGE_FIELDS
+from navi_actor.distributed.fragment import storage_fields
 from navi_actor.registry import ModelRegistry
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.learner_state import LearnerState
@@ -88,10 +88,10 @@ def test_one_rank_ddp_update_equals_the_single_learner(
     make_data_parallel(ranked, 1)
     if dev.type == "cuda":
         assert ranked.learner.evaluate.device_ids == [dev.index or torch.cuda.current_device()]  # type: ignore[attr-defined]
-    for name in STORAGE_FIELDS:
+    for name in storage_fields(storage):  # the frontier-map features the default policy read too
         getattr(shard, name).copy_(getattr(storage, name))
-    last = single.policy.value(collector.obs, collector.state, collector.episode_start)
-    shard.compute_returns(last, 0.99, 0.95)
+    assert collector.last_values is not None  # the bootstrap the single storage's returns used
+    shard.compute_returns(collector.last_values, 0.99, 0.95)
     got = ranked.learner.update(shard, ranked.shuffle, ranked.shaping.auxiliary_step)
     want = single.learner.update(storage, single.shuffle, single.shaping.auxiliary_step)
 

@@ -200,7 +200,8 @@ def test_train_with_the_measured_options_on_the_accelerator(
 
 
 def write_recording(path: Path, frames: int, seed: int) -> None:
-    """A demonstration file of the recorder's format (random walk depths, a depth-following pilot)."""
+    """A demonstration file of the recorder's format (random walk depths, a depth-following pilot), with
+    the poses the default policy's frontier map reads (a drone walking along x, turning slowly)."""
     rng = np.random.default_rng(seed)
     depth = np.clip(np.cumsum(rng.random((frames, AZ, EL)) - 0.5, axis=0) * 0.1 + 0.5, 0, 1).astype(
         np.float32
@@ -211,9 +212,11 @@ def write_recording(path: Path, frames: int, seed: int) -> None:
         depth[:, 2:6].mean(axis=(1, 2)) - depth[:, -6:-2].mean(axis=(1, 2)),
     )
     actions = np.clip(np.stack([2 * ahead - 1, 0 * ahead, side, 3 * side], axis=1), -1, 1).astype(np.float32)
+    steps = np.arange(frames, dtype=np.float32)
+    positions = np.stack([steps * 0.1, np.zeros_like(steps), np.full_like(steps, 1.5)], axis=1)
     np.savez(
         path, observations=obs, actions=actions, episode_starts=np.arange(frames) % 40 == 0,
-        segment_scenes=np.array(["synthetic"]),
+        positions=positions, yaw=steps * 0.05, segment_scenes=np.array(["synthetic"]),
         metadata=np.array(json.dumps({"schema_version": 1, "matrix_shape": [AZ, EL], "pilot": "test"})),
     )  # fmt: skip
 
