@@ -215,10 +215,11 @@ def cloned_policy(path: Path) -> Any:
 
 
 def selected_policy(
-    folder: Path, train_scenes: list[Path], episode_steps: int, seed: int
+    folder: Path, train_scenes: list[Path], episode_steps: int, seed: int, confirm_episodes_per_scene: int = 0
 ) -> tuple[Any, dict[str, Any]]:
     """The policy of the step checkpoint in ``folder`` whose mean action explores best on the training
-    scenes (:mod:`navi_actor.evaluation.selection`), and the selection's figures: no held-out scene
+    scenes (:mod:`navi_actor.evaluation.selection`; its near-equals flown again on a second plan of
+    ``confirm_episodes_per_scene`` starts when > 0), and the selection's figures: no held-out scene
     takes part."""
     from navi_actor.checkpoints import CheckpointError, load_policy
     from navi_actor.evaluation.selection import run_checkpoints, select_checkpoint
@@ -227,7 +228,12 @@ def selected_policy(
     env = backend(train_scenes, len(train_scenes), episode_steps)
     try:
         selection = select_checkpoint(
-            run_checkpoints(folder), env, episodes_per_scene=4, seed=seed + 2000, note=say
+            run_checkpoints(folder),
+            env,
+            episodes_per_scene=4,
+            seed=seed + 2000,
+            note=say,
+            confirm_episodes_per_scene=confirm_episodes_per_scene,
         )
     except (ValueError, CheckpointError) as error:
         raise click.ClickException(str(error)) from error
@@ -335,6 +341,11 @@ WARM_DEFAULTS = WarmStartConfig()
     "(`navi-actor select-checkpoint`'s rule, 4 starts per training scene, seed + 2000) instead of "
     "its last one; with --checkpoint, choose among the step checkpoints beside it.",
 )  # fmt: skip
+@click.option(
+    "--confirm-episodes-per-scene", type=click.IntRange(min=0), default=0, show_default=True,
+    help="With --select-checkpoint: the near-equals fly a second plan of this many starts per training "
+    "scene (seed + 2001) that alone decides (`navi-actor select-checkpoint`'s option); 0: one plan.",
+)  # fmt: skip
 def main(
     *,
     minutes: float,
@@ -357,6 +368,7 @@ def main(
     warm_start_dagger_epochs: int | None,
     paths: Path | None,
     select_checkpoint: bool,
+    confirm_episodes_per_scene: int,
 ) -> None:
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
     # structlog unconfigured prints every event, debug included, on stdout: the JSON line would be
@@ -372,6 +384,8 @@ def main(
         "dagger_epochs": warm_start_dagger_epochs,
     }  # fmt: skip
     warm = {key: value for key, value in given.items() if value is not None}  # passed only when given
+    if confirm_episodes_per_scene and not select_checkpoint:
+        raise click.ClickException("--confirm-episodes-per-scene needs --select-checkpoint")
     if checkpoint is not None and warm.get("steps"):
         raise click.ClickException("--warm-start-steps trains; --checkpoint skips training: pick one")
     if paths is not None:  # before training: a folder that cannot be written fails now, not after it
@@ -387,7 +401,9 @@ def main(
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
     if select_checkpoint:
         folder = Path(run["checkpoint"]).parent
-        policy, run["selection"] = selected_policy(folder, train_scenes, episode_steps, seed)
+        policy, run["selection"] = selected_policy(
+            folder, train_scenes, episode_steps, seed, confirm_episodes_per_scene
+        )
     clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
     results, paired, by_scene = evaluate_all(
         policy, backend(eval_scenes, len(eval_scenes), episode_steps), [path.stem for path in eval_scenes],

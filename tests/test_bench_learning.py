@@ -182,6 +182,14 @@ def test_a_paths_folder_that_cannot_be_made_stops_the_bench_before_training(
     assert "training" not in result.stderr.lower()
 
 
+def test_a_confirmation_without_a_selection_is_one_line_before_training(corpus: Path) -> None:
+    result = bench("--corpus", str(corpus), "--steps", "64", "--confirm-episodes-per-scene", "8")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == "Error: --confirm-episodes-per-scene needs --select-checkpoint"
+    assert "training" not in result.stderr.lower()
+
+
 @pytest.mark.parametrize(
     ("variable", "field"),
     [

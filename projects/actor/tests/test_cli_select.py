@@ -55,3 +55,25 @@ def test_select_checkpoint_refuses_a_folder_without_checkpoints_in_one_line(tmp_
     result = invoke(tmp_path, "select-checkpoint", str(empty), *TINY_ARGS)
     assert result.exit_code == 1 and "holds no step_*.pt checkpoints" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_second_plan_is_printed_beside_the_first() -> None:
+    from navi_actor.evaluation.command import format_selection
+
+    def row(step: int, cells: float) -> dict[str, object]:
+        return {"path": f"step_{step}.pt", "step_id": step, "coverage": cells, "collision_rate": 0.0,
+                "coverage_ratio": cells / 10, "collision_ratio": 0.0, "careful": True}  # fmt: skip
+
+    result = {
+        "scenes": ["hall_000.gmdag"], "episodes_per_scene": 4, "seed": 2, "random_coverage": 10.0,
+        "random_collision_rate": 0.1, "max_collision_ratio": 0.3,
+        "candidates": [row(100, 30.0), row(200, 30.0)], "chosen": row(100, 30.0),
+        "rule": "most coverage among the careful, confirmed on a second plan among 2 near-equals",
+        "best": "run/best.pt",
+        "confirmation": {"candidates": [row(100, 35.0), row(200, 25.0)], "random_coverage": 10.0,
+                         "random_collision_rate": 0.1, "episodes_per_scene": 8, "seed": 3},
+    }  # fmt: skip
+    lines = format_selection(result).splitlines()
+    assert lines[3] == "second plan: the same scenes x 8 starts (seed 3); random covers 10.00 cells"
+    assert "3.50x random" in lines[4] and "2.50x random" in lines[5]
+    assert lines[-1].startswith("chosen: step 100 (most coverage among the careful, confirmed")

@@ -400,6 +400,12 @@ def compare(
     "--max-collision-ratio", type=click.FloatRange(min=0.0), default=0.3, show_default=True,
     help="Only checkpoints colliding at most this many times as often as random compete on coverage.",
 )  # fmt: skip
+@click.option(
+    "--confirm-episodes-per-scene", type=click.IntRange(min=0), default=0, show_default=True,
+    help="Fly the near-equals (careful checkpoints whose coverage is not clearly below the winner's: the "
+    "paired 95% interval of the gap reaches 0) again on a second plan of this many starts per scene "
+    "(seed + 1) and choose on its figures alone; 0: one plan decides.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--promote", is_flag=True,
@@ -407,8 +413,8 @@ def compare(
 )  # fmt: skip
 @_with_options(_ENV_OPTIONS)
 def select_checkpoint(
-    run: Path, *, episodes_per_scene: int, seed: int, max_collision_ratio: float, as_json: bool,
-    promote: bool, **env: Any,
+    run: Path, *, episodes_per_scene: int, seed: int, max_collision_ratio: float,
+    confirm_episodes_per_scene: int, as_json: bool, promote: bool, **env: Any,
 ) -> None:  # fmt: skip
     """Choose the checkpoint of RUN (a folder of artifacts/runs) whose mean action explores best.
 
@@ -423,7 +429,7 @@ def select_checkpoint(
     settings, environment = _evaluation_environment(env)
     result = select_run(
         run, environment, settings.train.device, episodes_per_scene=episodes_per_scene, seed=seed,
-        max_collision_ratio=max_collision_ratio,
+        max_collision_ratio=max_collision_ratio, confirm_episodes_per_scene=confirm_episodes_per_scene,
     )  # fmt: skip
     if promote:
         notes = f"select-checkpoint: step {result['chosen']['step_id']} of {run.name} ({result['rule']})"

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 from navi_actor.checkpoints import Checkpoint, save_checkpoint
 from navi_actor.envs.point import PointGoalEnv
+from navi_actor.evaluation import selection as selection_module
+from navi_actor.evaluation.plan import EpisodePlan
 from navi_actor.evaluation.selection import (
     Candidate,
     choose,
+    near_equals,
     run_checkpoints,
     select_checkpoint,
     trained_scene_indices,
@@ -86,3 +91,52 @@ def test_a_careful_checkpoint_beats_one_that_covers_more_by_flying_into_walls(tm
 def test_a_folder_without_checkpoints_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="holds no step_"):
         run_checkpoints(tmp_path)
+
+
+def test_near_equals_are_the_careful_ones_not_clearly_below_the_winner() -> None:
+    strata = np.repeat(np.arange(3), 4)  # 3 scenes x 4 episodes
+    rng = np.random.default_rng(0)
+    best = 40.0 + rng.normal(0.0, 4.0, 12)
+    draw = best + rng.normal(0.0, 4.0, 12) - 0.5  # a little below on average, well inside the noise
+    worse = best - 10.0  # below on every episode
+    reckless = best + 5.0  # covers more, but fails the collision limit
+    coverages = [draw, best, worse, reckless]
+    assert near_equals(coverages, [True, True, True, False], 1, strata) == [0, 1]
+    assert near_equals([best], [False], 0, strata) == [0]  # the winner is one whatever the flags say
+
+
+def scripted_judge(figures: dict[int, dict[str, float]]) -> Any:
+    """A stand-in for ``judge_checkpoint``: checkpoint ``name`` covers ``figures[plan seed][name]`` cells
+    on every episode of that plan, never colliding."""
+
+    def judge(path: Path, env: Any, plan: EpisodePlan, random: Any, **_: Any) -> tuple[Candidate, Any]:
+        cells = figures[plan.seed][Path(path).name]
+        columns = {"coverage_cells": np.full(plan.size, cells)}
+        step = int(Path(path).stem.split("_")[-1])
+        report = SimpleNamespace(columns=columns)
+        return Candidate(str(path), step, cells, 0.0, cells / 10.0, 0.0, True), report
+
+    return judge
+
+
+def test_a_second_plan_alone_chooses_among_the_near_equals(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=20)
+    paths = [Path("step_100.pt"), Path("step_200.pt"), Path("step_300.pt")]
+    figures = {
+        3: {"step_100.pt": 30.0, "step_200.pt": 30.0, "step_300.pt": 20.0},  # 100 and 200 tie, 300 behind
+        4: {"step_100.pt": 35.0, "step_200.pt": 25.0},  # the second plan (seed + 1) separates them
+    }
+    monkeypatch.setattr(selection_module, "judge_checkpoint", scripted_judge(figures))
+    one_plan = select_checkpoint(paths, env, episodes_per_scene=2, seed=3)
+    assert one_plan.chosen.step_id == 200 and one_plan.confirmation is None  # a tie: the later step
+    chosen = select_checkpoint(paths, env, episodes_per_scene=2, seed=3, confirm_episodes_per_scene=3)
+    confirmation = chosen.confirmation
+    assert confirmation is not None and confirmation.seed == 4 and confirmation.episodes_per_scene == 3
+    assert [c.step_id for c in confirmation.candidates] == [100, 200]  # 300 is clearly behind: not flown
+    assert chosen.chosen == one_plan.candidates[0]  # the first plan's figures, the second plan's choice
+    assert chosen.rule == "most coverage among the careful, confirmed on a second plan among 2 near-equals"
+    assert chosen.to_json()["confirmation"]["candidates"][0]["coverage"] == 35.0
+    # a winner without near-equals is not flown again
+    figures[3]["step_100.pt"] = 10.0
+    alone = select_checkpoint(paths, env, episodes_per_scene=2, seed=3, confirm_episodes_per_scene=3)
+    assert alone.chosen.step_id == 200 and alone.confirmation is None

@@ -185,6 +185,7 @@ def format_text(result: dict[str, Any]) -> str:
 
 def select_run(
     run: Path, env: Any, device: str, *, episodes_per_scene: int, seed: int, max_collision_ratio: float,
+    confirm_episodes_per_scene: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
     """Judge every step checkpoint of ``run`` on its training scenes (:mod:`navi_actor.evaluation.selection`),
     copy the chosen one to ``<run>/best.pt`` and write ``<run>/selection.json`` (both atomically).
@@ -208,6 +209,7 @@ def select_run(
         selection = select_checkpoint(
             paths, env, episodes_per_scene=episodes_per_scene, seed=seed,
             max_collision_ratio=max_collision_ratio, device=device, scenes=scenes,
+            confirm_episodes_per_scene=confirm_episodes_per_scene,
             note=lambda line: click.echo(line, err=True),  # minutes per checkpoint: say each one
         )  # fmt: skip
     except (ValueError, CheckpointError) as error:
@@ -235,6 +237,17 @@ def format_selection(result: dict[str, Any]) -> str:
         candidate = Candidate(**row)
         mark = "careful" if candidate.careful else f"collides more than {limit}x as often as random"
         lines.append(f"step {candidate.step_id:>12,}: {describe(candidate)} ({mark})")
+    confirmation = result.get("confirmation")
+    if confirmation is not None:
+        per_scene = confirmation["episodes_per_scene"]
+        lines.append(
+            f"second plan: the same scenes x {per_scene} start{'s' if per_scene != 1 else ''} "
+            f"(seed {confirmation['seed']}); random covers {confirmation['random_coverage']:.2f} cells"
+        )
+        for row in confirmation["candidates"]:
+            candidate = Candidate(**row)
+            mark = "careful" if candidate.careful else f"collides more than {limit}x as often as random"
+            lines.append(f"step {candidate.step_id:>12,}: {describe(candidate)} ({mark})")
     lines.append(f"chosen: step {result['chosen']['step_id']:,} ({result['rule']}) -> {result['best']}")
     if "promoted" in result:
         lines.append(result["promoted"])
