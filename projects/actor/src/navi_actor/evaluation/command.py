@@ -223,7 +223,7 @@ def select_run(
 
 def format_selection(result: dict[str, Any]) -> str:
     """Human-readable lines of :func:`select_run`'s result: the plan, one line per checkpoint, the choice."""
-    from navi_actor.evaluation.selection import Candidate, describe
+    from navi_actor.evaluation.selection import Candidate
 
     scenes, starts = len(result["scenes"]) or "all", result["episodes_per_scene"]
     starts_text = f"{starts} start{'s' if starts != 1 else ''}"
@@ -233,10 +233,7 @@ def format_selection(result: dict[str, Any]) -> str:
         f"{100 * result['random_collision_rate']:.1f} % of steps"
     ]
     limit = result["max_collision_ratio"]
-    for row in result["candidates"]:
-        candidate = Candidate(**row)
-        mark = "careful" if candidate.careful else f"collides more than {limit}x as often as random"
-        lines.append(f"step {candidate.step_id:>12,}: {describe(candidate)} ({mark})")
+    lines.extend(_candidate_line(Candidate(**row), limit) for row in result["candidates"])
     confirmation = result.get("confirmation")
     if confirmation is not None:
         per_scene = confirmation["episodes_per_scene"]
@@ -244,11 +241,16 @@ def format_selection(result: dict[str, Any]) -> str:
             f"second plan: the same scenes x {per_scene} start{'s' if per_scene != 1 else ''} "
             f"(seed {confirmation['seed']}); random covers {confirmation['random_coverage']:.2f} cells"
         )
-        for row in confirmation["candidates"]:
-            candidate = Candidate(**row)
-            mark = "careful" if candidate.careful else f"collides more than {limit}x as often as random"
-            lines.append(f"step {candidate.step_id:>12,}: {describe(candidate)} ({mark})")
+        lines.extend(_candidate_line(Candidate(**row), limit) for row in confirmation["candidates"])
     lines.append(f"chosen: step {result['chosen']['step_id']:,} ({result['rule']}) -> {result['best']}")
     if "promoted" in result:
         lines.append(result["promoted"])
     return "\n".join(lines)
+
+
+def _candidate_line(candidate: Any, limit: float) -> str:
+    """``step      102,400: coverage 3.20x random, collisions 0.02x random (careful)``."""
+    from navi_actor.evaluation.selection import describe
+
+    mark = "careful" if candidate.careful else f"collides more than {limit}x as often as random"
+    return f"step {candidate.step_id:>12,}: {describe(candidate)} ({mark})"
