@@ -62,6 +62,7 @@ from navi_actor.bc.warm_start import run_warm_start, settings_after_warm_start
 from navi_actor.config import ActorSettings
 from navi_actor.evaluation.learning_targets import evaluate_all, targets
 from navi_actor.evaluation.scene_split import SplitMode, split_named, split_scenes
+from navi_actor.evaluation.selection import DEFAULT_CONFIRM_EPISODES_PER_SCENE
 from navi_actor.runners.env_factory import BuiltEnvironment, corpus_scenes
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 from navi_common.cli_options import build_settings
@@ -215,7 +216,7 @@ def cloned_policy(path: Path) -> Any:
 
 
 def selected_policy(
-    folder: Path, train_scenes: list[Path], episode_steps: int, seed: int, confirm_episodes_per_scene: int = 0
+    folder: Path, train_scenes: list[Path], episode_steps: int, seed: int, confirm_episodes_per_scene: int
 ) -> tuple[Any, dict[str, Any]]:
     """The policy of the step checkpoint in ``folder`` whose mean action explores best on the training
     scenes (:mod:`navi_actor.evaluation.selection`; its near-equals flown again on a second plan of
@@ -342,9 +343,10 @@ WARM_DEFAULTS = WarmStartConfig()
     "its last one; with --checkpoint, choose among the step checkpoints beside it.",
 )  # fmt: skip
 @click.option(
-    "--confirm-episodes-per-scene", type=click.IntRange(min=0), default=0, show_default=True,
+    "--confirm-episodes-per-scene", type=click.IntRange(min=0), default=None,
     help="With --select-checkpoint: the near-equals fly a second plan of this many starts per training "
-    "scene (seed + 2001) that alone decides (`navi-actor select-checkpoint`'s option); 0: one plan.",
+    "scene (seed + 2001) that alone decides (`navi-actor select-checkpoint`'s option); 0: one plan. "
+    f"Default: {DEFAULT_CONFIRM_EPISODES_PER_SCENE}.",
 )  # fmt: skip
 def main(
     *,
@@ -368,7 +370,7 @@ def main(
     warm_start_dagger_epochs: int | None,
     paths: Path | None,
     select_checkpoint: bool,
-    confirm_episodes_per_scene: int,
+    confirm_episodes_per_scene: int | None,
 ) -> None:
     """Train for a fixed budget, evaluate on held-out scenes against baselines, print one JSON line."""
     # structlog unconfigured prints every event, debug included, on stdout: the JSON line would be
@@ -384,7 +386,7 @@ def main(
         "dagger_epochs": warm_start_dagger_epochs,
     }  # fmt: skip
     warm = {key: value for key, value in given.items() if value is not None}  # passed only when given
-    if confirm_episodes_per_scene and not select_checkpoint:
+    if confirm_episodes_per_scene is not None and not select_checkpoint:
         raise click.ClickException("--confirm-episodes-per-scene needs --select-checkpoint")
     if checkpoint is not None and warm.get("steps"):
         raise click.ClickException("--warm-start-steps trains; --checkpoint skips training: pick one")
@@ -401,9 +403,9 @@ def main(
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
     if select_checkpoint:
         folder = Path(run["checkpoint"]).parent
-        policy, run["selection"] = selected_policy(
-            folder, train_scenes, episode_steps, seed, confirm_episodes_per_scene
-        )
+        confirm = confirm_episodes_per_scene
+        confirm = DEFAULT_CONFIRM_EPISODES_PER_SCENE if confirm is None else confirm
+        policy, run["selection"] = selected_policy(folder, train_scenes, episode_steps, seed, confirm)
     clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
     results, paired, by_scene = evaluate_all(
         policy, backend(eval_scenes, len(eval_scenes), episode_steps), [path.stem for path in eval_scenes],

@@ -77,3 +77,15 @@ def test_the_second_plan_is_printed_beside_the_first() -> None:
     assert lines[3] == "second plan: the same scenes x 8 starts (seed 3); random covers 10.00 cells"
     assert "3.50x random" in lines[4] and "2.50x random" in lines[5]
     assert lines[-1].startswith("chosen: step 100 (most coverage among the careful, confirmed")
+
+
+def test_the_second_plan_is_on_by_default_with_the_librarys_starts() -> None:
+    """The command, the library and the benchmark share one default: the near-equals fly again."""
+    import inspect
+
+    from navi_actor.evaluation.selection import DEFAULT_CONFIRM_EPISODES_PER_SCENE, select_checkpoint
+
+    command = main.commands["select-checkpoint"]  # type: ignore[attr-defined]
+    (option,) = [param for param in command.params if param.name == "confirm_episodes_per_scene"]
+    library = inspect.signature(select_checkpoint).parameters["confirm_episodes_per_scene"].default
+    assert option.default == library == DEFAULT_CONFIRM_EPISODES_PER_SCENE > 0

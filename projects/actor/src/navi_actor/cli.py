@@ -401,7 +401,7 @@ def compare(
     help="Only checkpoints colliding at most this many times as often as random compete on coverage.",
 )  # fmt: skip
 @click.option(
-    "--confirm-episodes-per-scene", type=click.IntRange(min=0), default=0, show_default=True,
+    "--confirm-episodes-per-scene", type=click.IntRange(min=0), default=8, show_default=True,
     help="Fly the near-equals (careful checkpoints whose coverage is not clearly below the winner's: the "
     "paired 95% interval of the gap reaches 0) again on a second plan of this many starts per scene "
     "(seed + 1) and choose on its figures alone; 0: one plan decides.",

@@ -127,7 +127,7 @@ def test_a_second_plan_alone_chooses_among_the_near_equals(monkeypatch: pytest.M
         4: {"step_100.pt": 35.0, "step_200.pt": 25.0},  # the second plan (seed + 1) separates them
     }
     monkeypatch.setattr(selection_module, "judge_checkpoint", scripted_judge(figures))
-    one_plan = select_checkpoint(paths, env, episodes_per_scene=2, seed=3)
+    one_plan = select_checkpoint(paths, env, episodes_per_scene=2, seed=3, confirm_episodes_per_scene=0)
     assert one_plan.chosen.step_id == 200 and one_plan.confirmation is None  # a tie: the later step
     chosen = select_checkpoint(paths, env, episodes_per_scene=2, seed=3, confirm_episodes_per_scene=3)
     confirmation = chosen.confirmation

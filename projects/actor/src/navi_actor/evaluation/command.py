@@ -185,7 +185,7 @@ def format_text(result: dict[str, Any]) -> str:
 
 def select_run(
     run: Path, env: Any, device: str, *, episodes_per_scene: int, seed: int, max_collision_ratio: float,
-    confirm_episodes_per_scene: int = 0,
+    confirm_episodes_per_scene: int,
 ) -> dict[str, Any]:  # fmt: skip
     """Judge every step checkpoint of ``run`` on its training scenes (:mod:`navi_actor.evaluation.selection`),
     copy the chosen one to ``<run>/best.pt`` and write ``<run>/selection.json`` (both atomically).

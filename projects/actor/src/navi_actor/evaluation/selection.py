@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 DEFAULT_MAX_COLLISION_RATIO = 0.3
 #: :func:`choose`'s rule when some candidate is careful
 CAREFUL_RULE = "most coverage among the careful"
+# Second-plan starts per scene for the near-equals (0: off). 8, twice the first plan, chose the better
+# of seed 2's near-equals held out; seeds 0 and 3 had none, so it cost them nothing
+# (docs/experiments/2026-11-checkpoint-selection.md).
+DEFAULT_CONFIRM_EPISODES_PER_SCENE = 8
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ def select_checkpoint(
     paths: Sequence[Path], env: PlannedEnv, *, episodes_per_scene: int = 4, seed: int = 0,
     max_collision_ratio: float = DEFAULT_MAX_COLLISION_RATIO, device: str | torch.device = "cpu",
     scenes: Sequence[int] | None = None, note: Callable[[str], None] | None = None,
-    confirm_episodes_per_scene: int = 0,
+    confirm_episodes_per_scene: int = DEFAULT_CONFIRM_EPISODES_PER_SCENE,
 ) -> Selection:  # fmt: skip
     """Fly the random policy and every checkpoint of ``paths`` (mean action) on one plan of ``scenes``
     (default: all of ``env``'s), ``episodes_per_scene`` starts each drawn with ``seed``, and choose.
