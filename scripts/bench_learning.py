@@ -403,8 +403,8 @@ def main(
         policy, run = checkpoint_policy(checkpoint, eval_scenes)
     if select_checkpoint:
         folder = Path(run["checkpoint"]).parent
-        confirm = confirm_episodes_per_scene
-        confirm = DEFAULT_CONFIRM_EPISODES_PER_SCENE if confirm is None else confirm
+        asked = confirm_episodes_per_scene  # None: not given (it needs --select-checkpoint only when given)
+        confirm = DEFAULT_CONFIRM_EPISODES_PER_SCENE if asked is None else asked
         policy, run["selection"] = selected_policy(folder, train_scenes, episode_steps, seed, confirm)
     clone = cloned_policy(Path(run["warm_start"]["checkpoint"])) if "warm_start" in run else None
     results, paired, by_scene = evaluate_all(

@@ -112,6 +112,22 @@ def test_bench_trains_judges_and_rejudges_its_checkpoint_to_the_same_numbers(
     assert again["targets_met"] == trained["targets_met"]
 
 
+def test_select_checkpoint_chooses_among_the_runs_step_checkpoints_on_its_training_scenes(
+    corpus: Path,
+    trained: dict[str, Any],
+) -> None:
+    """The default path (no --confirm-episodes-per-scene given): every step checkpoint beside the given
+    one is flown on the training scene (never the held-out hall_001), one of them is judged."""
+    chosen = bench("--corpus", str(corpus), "--checkpoint", trained["checkpoint"], "--select-checkpoint")
+    line = json_line(chosen)
+    selection = line["selection"]
+    folder = Path(trained["checkpoint"]).parent
+    assert [c["path"] for c in selection["candidates"]] == sorted(str(p) for p in folder.glob("step_*.pt"))
+    assert selection["chosen"] in selection["candidates"] and selection["scenes"] == ["hall_000.gmdag"]
+    assert selection["episodes_per_scene"] == 4 and selection["seed"] == 2000  # seed + 2000, one plan
+    assert line["results"]["random"] == trained["results"]["random"]  # the held-out verdict, same plan
+
+
 def test_bench_refuses_to_judge_a_checkpoint_on_a_scene_it_trained_on(
     corpus: Path,
     trained: dict[str, Any],

@@ -80,7 +80,7 @@ def test_the_second_plan_is_printed_beside_the_first() -> None:
 
 
 def test_the_second_plan_is_on_by_default_with_the_librarys_starts() -> None:
-    """The command, the library and the benchmark share one default: the near-equals fly again."""
+    """The command and the library share one default (the benchmark imports it): the near-equals fly again."""
     import inspect
 
     from navi_actor.evaluation.selection import DEFAULT_CONFIRM_EPISODES_PER_SCENE, select_checkpoint

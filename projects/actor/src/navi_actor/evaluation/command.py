@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
 Mode = Literal["mean", "sample", "both"]
 BASELINES = ("random", "heuristic", "frontier")
+
+if TYPE_CHECKING:
+    from navi_actor.evaluation.selection import Candidate
 
 
 def resolve_policy(spec: str, env: Any, device: str) -> tuple[Any, bool]:
@@ -248,7 +251,7 @@ def format_selection(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _candidate_line(candidate: Any, limit: float) -> str:
+def _candidate_line(candidate: Candidate, limit: float) -> str:
     """``step      102,400: coverage 3.20x random, collisions 0.02x random (careful)``."""
     from navi_actor.evaluation.selection import describe
 

@@ -9,7 +9,7 @@ held-out scene), keep the checkpoints whose collision rate is at most ``max_coll
 random's, and take the one among them with the most coverage; when none is that careful, take the one
 that collides least.
 
-Optionally (``confirm_episodes_per_scene``) the near-equals are flown again: the careful checkpoints
+Unless ``confirm_episodes_per_scene`` is 0, the near-equals are flown again: the careful checkpoints
 whose coverage is not clearly below the winner's (the paired 95 % interval of the difference reaches
 0) fly a second plan of other starts on the same scenes, and the rule is applied to that plan's figures
 alone. Why: a field of 17 checkpoints held two a draw apart on 60 episodes and 0.23x random apart held
