@@ -19,9 +19,10 @@ Targets after 30 minutes on 2 CPU cores (the learning issue): mean-action covera
 and collisions per step <= 0.3x random's; sampled coverage >= 3x random's; mean-action coverage
 >= 0.7x the frontier planner's.
 
-``--warm-start-steps N`` first flies the frontier planner N environment steps on the training scenes
-(never a held-out one; every training scene, in rounds), behaviour-clones it into the policy
-PPO trains, and starts PPO from those weights (``warm_start`` in the JSON: its steps, BC epochs and
+As in ``navi-actor train``, the trainer first flies the frontier planner ``--warm-start-steps``
+environment steps (16,384 by default; 0 = PPO from a fresh policy) on the training scenes (never a
+held-out one; every training scene, in rounds), behaviour-clones it into the policy PPO trains, and
+starts PPO from those weights (``warm_start`` in the JSON: its steps, BC epochs and
 losses, seconds); --steps counts PPO steps only, --minutes the warm start too (PPO trains for what it
 leaves, as in ``navi-actor train --max-minutes``). It is navi_actor.bc.warm_start, the same warm start
 as ``navi-actor train --warm-start-steps``. The clone before PPO also flies the plan with its mean
@@ -43,7 +44,7 @@ per policy: navi_actor.evaluation.paths_png).
 
     uv run python scripts/bench_learning.py [--minutes 30 | --steps N] [--corpus DIR] [--paths DIR]
         [--split stratified|tail | --heldout-scenes A,B] [--heldout-corpus DIR]
-        [--warm-start-steps N [--warm-start-epochs E]]
+        [--warm-start-steps N [--warm-start-epochs E]] [--select-checkpoint]
 """
 
 from __future__ import annotations

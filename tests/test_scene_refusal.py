@@ -161,7 +161,7 @@ def test_train_on_a_y_up_mesh_then_evaluate_refuses_a_solid_scene(solid_scene: P
     trained = runner.invoke(
         actor,
         ["train", "--gmdag-file", str(scene), *common, "--total-steps", "32", "--rollout-length", "16",
-         "--no-telemetry"],
+         "--no-telemetry", "--warm-start-steps", "0"],  # PPO alone: the warm start is tested on its own
         env=env,
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output
@@ -199,7 +199,7 @@ def test_train_on_a_corpus_built_from_a_mesh_folder(tmp_path: Path) -> None:
     trained = runner.invoke(
         actor,
         ["train", "--corpus", str(corpus), "--num-actors", "2", "--torch-threads", "1", "--total-steps", "32",
-         "--rollout-length", "16", "--no-telemetry"],
+         "--rollout-length", "16", "--no-telemetry", "--warm-start-steps", "0"],  # PPO alone, as above
         env={**SMALL, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)},
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output

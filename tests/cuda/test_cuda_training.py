@@ -94,7 +94,8 @@ def test_train_on_a_real_scene_then_evaluate_on_both(
 ) -> None:
     scene = ["--gmdag-file", str(tiny_scene), "--num-actors", "4", "--torch-threads", "2"]
     invoke(tmp_path, "train", *scene, "--device", accel_device, "--temporal-core", core,
-           "--total-steps", "128", "--rollout-length", "32", "--no-telemetry")  # fmt: skip
+           "--total-steps", "128", "--rollout-length", "32", "--no-telemetry",
+           "--warm-start-steps", "0")  # fmt: skip
     checkpoint = max(tmp_path.glob("runs/*/checkpoints/step_*.pt"))
     manifest = json.loads(next(tmp_path.glob("runs/*/manifest.json")).read_text())
     assert manifest["observation_shape"] == [3, AZ, EL] and manifest["corpus_summary"]["backend"] == "sdfdag"
@@ -174,7 +175,8 @@ def test_train_with_the_measured_options_on_the_accelerator(
     env = OPTION_SETS[options]
     scene = ["--gmdag-file", str(tiny_scene), "--num-actors", "2", "--torch-threads", "2"]
     trained = invoke(tmp_path, "train", *scene, "--device", accel_device, "--total-steps", "128",
-                     "--rollout-length", "32", "--no-telemetry", extra_env=env)  # fmt: skip
+                     "--rollout-length", "32", "--no-telemetry", "--warm-start-steps", "0",
+                     extra_env=env)  # fmt: skip
     assert "finished: 128 steps" in trained.output
     (run,) = list((tmp_path / "runs").iterdir())
     last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])

@@ -40,10 +40,13 @@ def test_train_then_evaluate_on_a_real_scene(tmp_path: Path, tiny_scene: Path) -
         "NAVI_ACTOR_PPO__NUM_MINIBATCHES": "2",
     }
     common = ["--gmdag-file", str(tiny_scene), "--num-actors", "2", "--torch-threads", "1"]
+    # PPO alone: the default warm start (16,384 planner steps) is tested in test_cli_warm_start.py
+    arguments = ["train", *common, "--total-steps", "32", "--rollout-length", "16", "--no-telemetry",
+                 "--warm-start-steps", "0"]  # fmt: skip
     runner = CliRunner()
     trained = runner.invoke(
         main,
-        ["train", *common, "--total-steps", "32", "--rollout-length", "16", "--no-telemetry"],
+        arguments,
         env=env,
         catch_exceptions=False,
     )

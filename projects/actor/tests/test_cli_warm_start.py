@@ -103,6 +103,7 @@ def test_the_warm_start_flies_every_training_scene_and_ppo_starts_from_its_clone
     assert recording in result.output
     assert "warm start: round 1/1: apartment_003.gmdag, hall_003.gmdag" in result.output
     assert "cloning 2 epochs over 64 frames" in result.output
+    assert "warm start: cloning, epoch 2/2, " in result.output  # minutes of cloning are not silent
     facts = json.loads((run / "warm_start" / "warm_start.json").read_text())
     clone = run / "warm_start" / "clone.pt"
     assert facts["checkpoint"] == str(clone) and facts["scenes"] == ["apartment_003.gmdag", "hall_003.gmdag"]
@@ -194,3 +195,21 @@ def test_bad_warm_start_values_are_one_line(
     errors = [line for line in result.output.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and message in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_the_default_warm_start_is_off_on_the_point_environment_and_says_so(tmp_path: Path) -> None:
+    """The warm start is on by default (16,384 planner steps); the point environment has no planner to
+    fly, so a run that did not ask for it trains PPO alone, with one line saying why."""
+    args = ["train", "--environment-backend", "point", "--num-actors", "2", "--torch-threads", "1",
+            "--temporal-core", "gru", "--total-steps", "32", "--rollout-length", "16",
+            "--no-telemetry"]  # fmt: skip
+    env = {**TINY_POLICY_ENV, "NAVI_ACTOR_TRAIN__ARTIFACTS_DIR": str(tmp_path)}
+    result = CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    notices = [line for line in result.output.splitlines() if line.startswith("warm start:")]
+    assert notices == [
+        "warm start: off, it needs the sdfdag environment (the frontier planner flies the real simulator), "
+        "not environment.backend=point"
+    ]
+    (run,) = list((tmp_path / "runs").iterdir())
+    assert manifest(run)["settings"]["warm_start"]["steps"] == 0 and not (run / "warm_start").exists()

@@ -119,9 +119,10 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     Continues from the registry's latest model unless --checkpoint or --no-auto-resume is given;
     writes artifacts/runs/<run_id>/ (manifest.json, metrics.jsonl, checkpoints/) and promotes a
     checkpoint to the registry when its reward EMA beats the best one. Ctrl+C saves a final checkpoint.
-    --warm-start-steps N first behaviour-clones the frontier planner (N steps over every training
-    scene) and starts PPO from the clone (--warm-start-dagger-rounds R then lets the clone fly while
-    the planner labels its steps, and clones on, R times); a resumed run skips it. Its minutes count
+    A fresh run first behaviour-clones the frontier planner (--warm-start-steps, 16384 by default,
+    over every training scene; 0 = off) and starts PPO from the clone (--warm-start-dagger-rounds R
+    then lets the clone fly while the planner labels its steps, and clones on, R times); a resumed
+    run skips it, and so do the point environment and Ray unless it was asked for. Its minutes count
     in --max-minutes, its steps not in --total-steps.
     """
     from navi_actor.bc.dataset import DemonstrationError
@@ -138,14 +139,10 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     console, console_level = _training_console(settings)
     _start(settings, console_level)
     _stop_on_sigterm()
-    if settings.warm_start.steps:
-        from navi_actor.bc.warm_start import check_warm_start
-
-        try:
-            check_warm_start(settings)
-        except ValueError as error:
-            raise click.ClickException(str(error)) from error
+    settings, warm_notice = _warm_start_or_refusal(settings)
     if settings.train.backend == "ray":
+        if warm_notice is not None:
+            console.note(warm_notice)
         _train_on_ray(settings, checkpoint)
         return
     telemetry = None
@@ -162,6 +159,8 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
                 f"environment ready in {seconds:.0f} s: {scenes}, {built.env.num_actors} drones, "
                 f"sensor {tuple(built.env.observation_shape)}"
             )
+            if warm_notice is not None:
+                console.note(warm_notice)
             start = warm_started_training(settings, built, _artifacts(settings), checkpoint, console)
             telemetry = TrainingTelemetry(settings.telemetry) if settings.telemetry.enabled else None
             runner = OnPolicyRunner(
@@ -189,6 +188,17 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
         if telemetry is not None:
             telemetry.close()
     _report_training(summary)
+
+
+def _warm_start_or_refusal(settings: Any) -> tuple[Any, str | None]:
+    """``train``'s settings with the warm start that can run, and the notice when the default could
+    not; warm-start steps asked for where they cannot run are refused in one line."""
+    from navi_actor.bc.warm_start import settings_for_warm_start
+
+    try:
+        return settings_for_warm_start(settings)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
 
 
 def _environment_or_refusal(build_environment: Any, settings: Any) -> Any:

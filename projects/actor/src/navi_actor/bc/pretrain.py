@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ def run_pretrain(
     device: str = "cpu",
     seed: int = 0,
     settings_json: dict[str, Any] | None = None,
+    on_epoch: Callable[[int, int, float], None] | None = None,
 ) -> PretrainResult:
     """Train a policy by behaviour cloning and write a v3 checkpoint (training_source="bc").
 
@@ -85,6 +87,7 @@ def run_pretrain(
         device: torch device.
         seed: torch seed (initial weights, episode shuffles, held-out split).
         settings_json: resolved settings to store in the checkpoint and manifest.
+        on_epoch: progress after every epoch (:func:`~navi_actor.bc.trainer.train_bc`).
 
     Returns:
         :class:`PretrainResult`.
@@ -116,7 +119,7 @@ def run_pretrain(
             files=len(files),
             run=run.run_id,
         )
-        history = train_bc(policy, train, holdout, config, generator)
+        history = train_bc(policy, train, holdout, config, generator, on_epoch=on_epoch)
         for epoch, nll in enumerate(history.train_nll):
             run.append_metrics({
                 "epoch": epoch + 1, "losses/bc_nll": nll, "losses/bc_mse": history.train_mse[epoch],

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -134,7 +135,13 @@ def baseline_mse(train: DemoData, holdout: DemoData) -> float:
 
 
 def train_bc(
-    policy: NaviPolicy, train: DemoData, holdout: DemoData, config: BCConfig, generator: torch.Generator
+    policy: NaviPolicy,
+    train: DemoData,
+    holdout: DemoData,
+    config: BCConfig,
+    generator: torch.Generator,
+    *,
+    on_epoch: Callable[[int, int, float], None] | None = None,
 ) -> BCHistory:
     """Train ``policy`` in place on ``train``; score imitation on ``holdout`` after every epoch.
 
@@ -144,6 +151,8 @@ def train_bc(
         holdout: held-out episodes (may be empty).
         config: epochs, window length, streams, optimiser.
         generator: shuffles episodes into streams each epoch.
+        on_epoch: called after every epoch with (epochs done, epochs, seconds so far): a caller's
+            progress display (``train``'s warm start clones for minutes).
 
     Returns:
         :class:`BCHistory`.
@@ -204,5 +213,7 @@ def train_bc(
             baseline_mse=round(history.baseline_mse, 5), seconds=round(time.monotonic() - started, 1),
             visit_bce=round(history.train_visit_bce[-1], 4) if history.train_visit_bce else None,
         )  # fmt: skip
+        if on_epoch is not None:
+            on_epoch(epoch + 1, config.epochs, time.monotonic() - started)
     history.seconds = time.monotonic() - started
     return history

@@ -42,23 +42,36 @@ class WarmStartResult:
     facts: dict[str, Any]
 
 
-def check_warm_start(settings: ActorSettings) -> None:
-    """Refuse settings a warm start cannot run with, in one line.
+def settings_for_warm_start(settings: ActorSettings) -> tuple[ActorSettings, str | None]:
+    """The settings ``train`` runs with, and a one-line notice when the default warm start cannot run.
+
+    The warm start needs the sdfdag environment (the frontier planner flies the real simulator) and
+    the local backend (it records in-process). Why two answers: the default (``warm_start.steps``
+    never given) should not stop a point-environment or Ray run, so there it is turned off with a
+    notice; steps asked for (``--warm-start-steps``, ``NAVI_ACTOR_WARM_START__STEPS``) are refused.
 
     Raises:
-        ValueError: the point environment (the planner flies the real simulator) or Ray rollout
-            workers (the warm start records in-process).
+        ValueError: warm-start steps asked for where they cannot run (one line).
     """
+    steps = settings.warm_start.steps
+    if not steps:
+        return settings, None
     if settings.environment.backend != "sdfdag":
-        raise ValueError(
-            f"warm_start.steps={settings.warm_start.steps} needs the sdfdag environment (the frontier "
-            f"planner flies the real simulator), not environment.backend={settings.environment.backend}"
+        reason = (
+            "the sdfdag environment (the frontier planner flies the real simulator), not "
+            f"environment.backend={settings.environment.backend}"
         )
-    if settings.train.backend != "local":
-        raise ValueError(
-            f"warm_start.steps={settings.warm_start.steps} needs train.backend=local; with Ray, clone "
-            "by hand (explore --autopilot frontier --record, bc-pretrain) and train --checkpoint"
+    elif settings.train.backend != "local":
+        reason = (
+            "train.backend=local; with Ray, clone by hand (explore --autopilot frontier --record, "
+            "bc-pretrain) and train --checkpoint"
         )
+    else:
+        return settings, None
+    if "steps" in settings.warm_start.model_fields_set:
+        raise ValueError(f"warm_start.steps={steps} needs {reason}")
+    off = settings.model_copy(update={"warm_start": settings.warm_start.model_copy(update={"steps": 0})})
+    return off, f"warm start: off, it needs {reason}"
 
 
 def run_warm_start(
@@ -89,6 +102,7 @@ def run_warm_start(
         FileExistsError: ``folder`` already holds demonstrations.
         DemonstrationError: the flights are too short to clone (e.g. fewer frames than BC streams).
     """
+
     from navi_actor.bc.frontier_recording import flight_plan, record_frontier, rotation_of
 
     warm, say = settings.warm_start, note or (lambda line: None)
@@ -116,9 +130,13 @@ def run_warm_start(
         f"warm start: recorded in {recorded - started:.0f} s; cloning {warm.epochs} epochs over "
         f"{recording.steps:,} frames"
     )
-    result = _clone(settings, demonstrations, folder, warm.epochs, folder / "clone.pt", seed=seed)
+    result = _clone(
+        settings, demonstrations, folder, warm.epochs, folder / "clone.pt", seed=seed, status=status
+    )
     cloned, history, first = time.monotonic(), result.history, result
-    result, corrections = _dagger_rounds(settings, env, demonstrations, folder, result, seed=seed, note=say)
+    result, corrections = _dagger_rounds(
+        settings, env, demonstrations, folder, result, seed=seed, note=say, status=status
+    )
     cloned_rounds = time.monotonic() - cloned
     facts: dict[str, Any] = {
         "steps": recording.steps,
@@ -171,7 +189,7 @@ def run_warm_start(
 
 def _dagger_rounds(
     settings: ActorSettings, env: Any, demonstrations: Path, folder: Path, result: Any, *, seed: int,
-    note: Callable[[str], None],
+    note: Callable[[str], None], status: Callable[[str], None] | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:  # fmt: skip
     """``warm_start.dagger_rounds`` rounds of DAgger: the newest clone flies ``dagger_steps`` with its
     mean action while the planner labels every step (files ``dagger<k>-*.npz`` beside the planner's
@@ -209,6 +227,7 @@ def _dagger_rounds(
             out,
             seed=seed + turn,
             parent=result.checkpoint,
+            status=status,
         )
         rounds.append({
             "steps": flown.steps, "record_seconds": round(recorded - started, 1),
@@ -222,16 +241,25 @@ def _dagger_rounds(
 
 def _clone(
     settings: ActorSettings, demonstrations: Path, folder: Path, epochs: int, out: Path, *, seed: int,
-    parent: Path | None = None,
+    parent: Path | None = None, status: Callable[[str], None] | None = None,
 ) -> Any:  # fmt: skip
     """Behaviour-clone every flight in ``demonstrations`` for ``epochs`` into ``out`` (BC's run folder
-    under ``folder/bc``), from ``parent``'s weights or a fresh policy; :class:`PretrainResult`."""
+    under ``folder/bc``), from ``parent``'s weights or a fresh policy; :class:`PretrainResult`.
+
+    ``status`` shows each epoch with the minutes left: cloning is most of the warm start's minutes.
+    """
     from navi_actor.bc.pretrain import run_pretrain
+
+    def epoch_done(done: int, total: int, seconds: float) -> None:
+        if status is not None:
+            left = seconds / done * (total - done) / 60
+            status(f"warm start: cloning, epoch {done}/{total}, {seconds:.0f} s, about {left:.1f} min left")
 
     return run_pretrain(
         settings.bc.model_copy(update={"epochs": epochs}), settings.policy_config(),
         demonstrations=demonstrations, runs_root=folder / "bc", parent=parent, out=out,
         device=settings.train.device, seed=seed, settings_json={"actor": settings.model_dump(mode="json")},
+        on_epoch=epoch_done,
     )  # fmt: skip
 
 
