@@ -102,7 +102,6 @@ def run_warm_start(
         FileExistsError: ``folder`` already holds demonstrations.
         DemonstrationError: the flights are too short to clone (e.g. fewer frames than BC streams).
     """
-
     from navi_actor.bc.frontier_recording import flight_plan, record_frontier, rotation_of
 
     warm, say = settings.warm_start, note or (lambda line: None)
