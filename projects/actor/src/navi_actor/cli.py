@@ -122,8 +122,8 @@ def train(*, checkpoint: Path | None, no_auto_resume: bool, no_telemetry: bool, 
     A fresh run first behaviour-clones the frontier planner (--warm-start-steps, 16384 by default,
     over every training scene; 0 = off) and starts PPO from the clone (--warm-start-dagger-rounds R
     then lets the clone fly while the planner labels its steps, and clones on, R times); a resumed
-    run skips it, and so do the point environment and Ray unless it was asked for. Its minutes count
-    in --max-minutes, its steps not in --total-steps.
+    run skips it, the point environment and Ray go without it (given there, it is refused). Its
+    minutes count in --max-minutes, its steps not in --total-steps.
     """
     from navi_actor.bc.dataset import DemonstrationError
     from navi_actor.bc.warm_start import warm_started_training
