@@ -125,6 +125,7 @@ def test_select_checkpoint_chooses_among_the_runs_step_checkpoints_on_its_traini
     assert [c["path"] for c in selection["candidates"]] == sorted(str(p) for p in folder.glob("step_*.pt"))
     assert selection["chosen"] in selection["candidates"] and selection["scenes"] == ["hall_000.gmdag"]
     assert selection["episodes_per_scene"] == 4 and selection["seed"] == 2000  # seed + 2000, one plan
+    assert selection["drones"] == 4  # one drone per planned episode: the plan flies in one wave
     assert line["results"]["random"] == trained["results"]["random"]  # the held-out verdict, same plan
 
 

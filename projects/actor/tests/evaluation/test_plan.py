@@ -131,6 +131,26 @@ def test_two_policies_see_identical_start_poses() -> None:
     assert len(set(first_env.starts)) == 10
 
 
+class HoldingPlannedEnv(FakePlannedEnv):
+    """Records what the evaluation asks it to keep loaded, and when (before or after a start)."""
+
+    def __init__(self, num_actors: int) -> None:
+        super().__init__(num_actors)
+        self.calls: list[tuple[int, int]] = []  # (scenes held, starts placed so far)
+
+    def hold_scenes(self, count: int) -> None:
+        self.calls.append((count, len(self.starts)))
+
+
+def test_a_plan_asks_the_environment_to_hold_its_scenes_before_flying() -> None:
+    env = HoldingPlannedEnv(2)
+    plan = make_plan(env, 3, seed=0, scenes=[1])
+    evaluate_policy(RandomPolicy(), env, plan=plan, seed=0)
+    assert env.calls == [(1, 0), (1, 0)]  # one scene planned, held before its starts are drawn and flown
+    evaluate_policy(RandomPolicy(), env, 2, seed=0)  # a plan of both scenes
+    assert env.calls[2:] == [(2, 3), (2, 3)]
+
+
 def test_paired_comparison_of_a_policy_with_itself_is_exactly_zero() -> None:
     env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=6)
     plan = make_plan(env, 6, seed=0)

@@ -287,6 +287,14 @@ class SdfDagBackend:
         self._place(rows, positions.to(self.device, torch.float32), yaws.to(self.device, torch.float32))
         return self.obs
 
+    def hold_scenes(self, count: int) -> None:
+        """Keep ``count`` scenes decoded from now on (never fewer than ``scene.max_cached_scenes``).
+
+        An evaluation plan visits every scene it names once per policy: it holds them all rather
+        than decode each again for the next policy (navi_actor.evaluation.plan.hold_plan_scenes).
+        """
+        self.scenes.hold(count)
+
     def reachable_cells(self, scene: int) -> int:
         """Visit cells (``reward.visit_cell_m``) of corpus scene ``scene`` a drone can reach from its spawns.
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from structlog.testing import capture_logs
 
 from navi_environment.config import EnvironmentSettings
@@ -110,3 +111,33 @@ def test_scene_cache_is_lru(tmp_path: Path) -> None:
         cache.get(paths[2])
     assert len(cache) == 2 and paths[0] in cache and paths[1] not in cache
     assert any(e["event"] == "runtime.scene.evicted" for e in logs)
+
+
+def test_a_held_scene_cache_keeps_every_scene_and_never_shrinks(tmp_path: Path) -> None:
+    paths = [_write_room(tmp_path / f"room{i}.gmdag", RoomSpec(hi=(6.0 + i, 5.0, 3.0))) for i in range(3)]
+    cache = SceneCache(EnvironmentSettings(scene={"max_cached_scenes": 2}))
+    cache.hold(3)
+    cache.hold(1)  # a smaller plan later does not shrink it
+    with capture_logs() as logs:
+        first = [cache.get(path) for path in paths]
+        again = [cache.get(path) for path in paths]
+    assert len(cache) == 3 and all(a is b for a, b in zip(first, again, strict=True))
+    assert not any(e["event"] == "runtime.scene.evicted" for e in logs)
+
+
+def test_a_backend_holding_its_plan_loads_each_scene_once(tmp_path: Path) -> None:
+    """Planned episodes in three scene files, twice over, with a cache of one: held, each loads once."""
+    from navi_environment.backend import SdfDagBackend
+
+    paths = [_write_room(tmp_path / f"room{i}.gmdag", RoomSpec(hi=(6.0 + i, 5.0, 3.0))) for i in range(3)]
+    settings = EnvironmentSettings(
+        scene={"max_cached_scenes": 1}, sensor={"azimuth_bins": 16, "elevation_bins": 4, "horizon_m": 20.0}
+    )
+    backend = SdfDagBackend(settings, 1, scene_paths=paths)
+    backend.hold_scenes(3)
+    start = torch.tensor([[2.0, 2.0, 1.5]])
+    with capture_logs() as logs:
+        for scene in [0, 1, 2, 0, 1, 2]:
+            backend.start_episodes(torch.tensor([0]), torch.tensor([scene]), start, torch.zeros(1))
+    loaded = [e["path"] for e in logs if e["event"] == "runtime.scene.loaded"]
+    assert sorted(loaded) == sorted({str(p.resolve()) for p in paths} - {str(paths[0].resolve())})

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from navi_actor.evaluation import stats
-from navi_actor.evaluation.plan import EpisodePlan, PlannedEnv, make_plan
+from navi_actor.evaluation.plan import EpisodePlan, PlannedEnv, hold_plan_scenes, make_plan
 from navi_actor.models import physics_action
 
 
@@ -299,6 +299,7 @@ def evaluate_policy(
         RuntimeError: the plan did not finish within ``max_env_steps``.
     """
     plan = plan if plan is not None else make_plan(env, episodes_per_scene, seed)
+    hold_plan_scenes(env, int(plan.scenes.unique().numel()))
     was_training = isinstance(policy, nn.Module) and policy.training
     if isinstance(policy, nn.Module):
         policy.eval()

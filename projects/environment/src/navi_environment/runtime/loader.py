@@ -99,6 +99,15 @@ class SceneCache:
             log.info("runtime.scene.evicted", path=str(evicted))
         return scene
 
+    def hold(self, count: int) -> None:
+        """Keep at least ``count`` scenes from now on (the capacity only grows).
+
+        Why: a planned evaluation flies every scene of its plan once per policy, one after the
+        other; an LRU smaller than the plan evicts each scene before its next turn and decodes it
+        again for every policy (about a second a scene at 256^3).
+        """
+        self.capacity = max(self.capacity, int(count))
+
     def __len__(self) -> int:
         return len(self._scenes)
 

@@ -63,6 +63,10 @@ class SceneSet:
             )
         return scene
 
+    def hold(self, count: int) -> None:
+        """Keep at least ``count`` decoded scenes loaded (:meth:`SceneCache.hold`)."""
+        self._cache.hold(count)
+
     def report(self, index: int) -> QualificationReport:
         """Spawn qualification of corpus entry ``index`` (computed once, deterministic).
 
