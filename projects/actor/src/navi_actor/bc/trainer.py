@@ -88,7 +88,9 @@ def _visit_features(policy: NaviPolicy, data: DemoData) -> torch.Tensor | None:
     return demo_visit_features(data, policy.cfg.visits) if policy.keeps_visit_features else None
 
 
-def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) -> float:
+def sequence_mse(
+    policy: NaviPolicy, data: DemoData, streams: int, length: int, *, visits: torch.Tensor | None = None
+) -> float:
     """Mean squared error of the policy's physics mean action vs demonstrated actions, state carried
     through episodes.
 
@@ -97,6 +99,9 @@ def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) 
         data: frames to score (e.g. held-out episodes).
         streams: parallel rows.
         length: window length.
+        visits: the frames' visit features (:func:`_visit_features`), when the caller keeps them;
+            None computes them (a replay of every episode, as long as the longest one: ``train_bc``
+            computes the held-out ones once instead of every epoch).
 
     Returns:
         MSE over every scored frame and action dimension.
@@ -106,7 +111,8 @@ def sequence_mse(policy: NaviPolicy, data: DemoData, streams: int, length: int) 
     state = policy.initial_state(index.shape[1], device)
     total, count = torch.zeros((), device=device), 0
     with torch.no_grad():
-        windows = _windows(data, index, starts, length, device=device, visits=_visit_features(policy, data))
+        features = visits if visits is not None else _visit_features(policy, data)
+        windows = _windows(data, index, starts, length, device=device, visits=features)
         for obs, actions, resets, visit_features in windows:
             out = policy.evaluate_sequences(
                 obs, raw_action(actions, policy.action_squash), state, resets,
@@ -164,6 +170,7 @@ def train_bc(
     history = BCHistory(baseline_mse=baseline_mse(train, holdout) if len(holdout) else math.nan)
     started = time.monotonic()
     train_visits = _visit_features(policy, train)  # once: the frames' features do not change
+    holdout_visits = _visit_features(policy, holdout) if len(holdout) else None
     for epoch in range(config.epochs):
         index, starts = stream_indices(train.episode_bounds, config.streams, generator)
         state = policy.initial_state(index.shape[1], device)
@@ -205,7 +212,9 @@ def train_bc(
             history.train_visit_bce.append(float(visit_sum) / windows)
         history.optimizer_steps += windows
         if len(holdout):
-            history.holdout_mse.append(sequence_mse(policy, holdout, config.streams, config.sequence_length))
+            history.holdout_mse.append(
+                sequence_mse(policy, holdout, config.streams, config.sequence_length, visits=holdout_visits)
+            )
         log.info(
             "actor.bc.epoch", epoch=epoch + 1, epochs=config.epochs,
             train_nll=round(history.train_nll[-1], 4), train_mse=round(history.train_mse[-1], 5),
