@@ -201,16 +201,17 @@ def _warm_start_or_refusal(settings: Any) -> tuple[Any, str | None]:
         raise click.ClickException(str(error)) from error
 
 
-def _environment_or_refusal(build_environment: Any, settings: Any) -> Any:
+def _environment_or_refusal(build_environment: Any, settings: Any, **drones: Any) -> Any:
     """The training/evaluation environment; a scene that cannot be used (no file, a broken file, no
-    place a drone can start) is refused with one line instead of a traceback."""
+    place a drone can start) is refused with one line instead of a traceback. ``drones`` are
+    ``build_environment``'s drone keywords (an evaluation's ``drones_per_scene``)."""
     from navi_environment.config import EnvironmentSettings
 
     # a bad NAVI_ENV_* value is one usage line, as explore and serve say it, not an "unusable scene"
     env_settings = cli_options.build_settings(EnvironmentSettings)
     try:
         return build_environment(
-            settings.environment, settings.rollout.num_actors, settings.train.device, env_settings
+            settings.environment, settings.rollout.num_actors, settings.train.device, env_settings, **drones
         )
     except (ValueError, FileNotFoundError) as error:  # SceneRejectedError, GmdagFormatError, ManifestError
         raise click.ClickException(f"unusable scene: {error}") from error
@@ -304,13 +305,19 @@ def models(as_json: bool) -> None:
         )
 
 
-def _evaluation_environment(env_options: dict[str, Any]) -> tuple[Any, Any]:
-    """(settings, environment) for evaluate/compare, built from the same settings as training."""
+def _evaluation_environment(env_options: dict[str, Any], episodes_per_scene: int) -> tuple[Any, Any]:
+    """(settings, environment) for evaluate/compare/select-checkpoint, built from the same settings as
+    training. Each of the plan's ``episodes_per_scene`` starts per scene gets its own drone (at most
+    ``MAX_EVALUATION_DRONES``; the plan flies in one wave) unless ``rollout.num_actors`` is set by
+    --num-actors, ``NAVI_ACTOR_ROLLOUT__NUM_ACTORS`` or ``.env``: the figures are the same either way,
+    only the time differs."""
     from navi_actor.runners.env_factory import build_environment
 
     settings = build_settings(**settings_kwargs(env_options))
     _start(settings)
-    return settings, _environment_or_refusal(build_environment, settings).env
+    chosen = "num_actors" in settings.rollout.model_fields_set
+    drones = {} if chosen else {"drones_per_scene": episodes_per_scene}
+    return settings, _environment_or_refusal(build_environment, settings, **drones).env
 
 
 _EVAL_OPTIONS = [
@@ -356,7 +363,7 @@ def _run_evaluation(
 
     if not specs:
         raise click.UsageError("name a policy: a CHECKPOINT argument or --policy random|heuristic|frontier")
-    settings, environment = _evaluation_environment(env)
+    settings, environment = _evaluation_environment(env, episodes_per_scene)
     result = evaluate_specs(
         specs, environment, settings.train.device, episodes_per_scene=episodes_per_scene, mode=mode,
         seed=seed, paths=paths,
@@ -374,7 +381,9 @@ def evaluate(
     """Evaluate policies on a fixed episode plan (pure inference, no learning), with 95% intervals.
 
     Every policy (CHECKPOINT and each --policy) flies the same planned episodes: per scene,
-    --episodes-per-scene start poses drawn once with --seed, each run to its own end.
+    --episodes-per-scene start poses drawn once with --seed, each run to its own end. Each planned
+    episode has its own drone (at most 128 fly at once; --num-actors sets another number, which
+    changes the time, not the figures).
     """
     specs = ([str(checkpoint)] if checkpoint is not None else []) + list(policies)
     _run_evaluation(
@@ -392,7 +401,8 @@ def compare(
     paths: Path | None, **env: Any,
 ) -> None:  # fmt: skip
     """Fly FIRST and SECOND (checkpoints, random, heuristic or frontier) on the same episode plan and
-    print both with paired differences and ratios (SECOND vs FIRST) and their 95% intervals."""
+    print both with paired differences and ratios (SECOND vs FIRST) and their 95% intervals. Drones
+    as in evaluate: one per planned episode unless --num-actors is given."""
     _run_evaluation(
         [first, second], episodes_per_scene=episodes_per_scene, mode=mode, seed=seed, as_json=as_json,
         paths=paths, env=env,
@@ -432,11 +442,12 @@ def select_checkpoint(
     the run trained on (give the run's --corpus; other scenes are left out, so no held-out scene
     decides); among the checkpoints that collide at most --max-collision-ratio times as often as
     random, the one with the most coverage wins. It is copied to RUN/best.pt, with the figures in
-    RUN/selection.json; --promote also makes it the registry's latest model.
+    RUN/selection.json; --promote also makes it the registry's latest model. Each of the first
+    plan's episodes has its own drone (at most 128 at once) unless --num-actors is given.
     """
     from navi_actor.evaluation.command import format_selection, select_run
 
-    settings, environment = _evaluation_environment(env)
+    settings, environment = _evaluation_environment(env, episodes_per_scene)
     result = select_run(
         run, environment, settings.train.device, episodes_per_scene=episodes_per_scene, seed=seed,
         max_collision_ratio=max_collision_ratio, confirm_episodes_per_scene=confirm_episodes_per_scene,

@@ -167,7 +167,7 @@ def test_paired_comparison_of_a_policy_with_itself_is_exactly_zero() -> None:
 def test_evaluate_specs_gives_one_block_per_policy_and_mode_and_pairs_them() -> None:
     env = PointGoalEnv(2, azimuth=16, elevation=8, max_steps=6)
     result = evaluate_specs(["random", "random"], env, "cpu", episodes_per_scene=3, mode="both", seed=0)
-    assert result["plan"] == {"scenes": 1, "episodes_per_scene": 3, "episodes": 3, "seed": 0}
+    assert result["plan"] == {"scenes": 1, "episodes_per_scene": 3, "episodes": 3, "seed": 0, "drones": 2}
     assert [(b["policy"], b["mode"]) for b in result["results"]] == [("random", "own"), ("random", "own")]
     assert list(result["paired"]) == ["own vs own"]
     block = result["results"][0]

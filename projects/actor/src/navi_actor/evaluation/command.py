@@ -119,7 +119,7 @@ def evaluate_specs(
             reports.append((spec, summary["mode"], report))
     result: dict[str, Any] = {
         "plan": {"scenes": int(plan.scenes.unique().numel()), "episodes_per_scene": episodes_per_scene,
-                 "episodes": plan.size, "seed": seed},
+                 "episodes": plan.size, "seed": seed, "drones": env.num_actors},
         "results": blocks,
     }  # fmt: skip
     if len(specs) == 2:
@@ -161,7 +161,7 @@ def format_text(result: dict[str, Any]) -> str:
     plan = result["plan"]
     lines = [
         f"plan: {plan['episodes']} episodes = {plan['scenes']} scenes x {plan['episodes_per_scene']} "
-        f"starts (seed {plan['seed']}); values [95% interval]"
+        f"starts (seed {plan['seed']}), {plan['drones']} drones at once; values [95% interval]"
     ]
     for block in result["results"]:
         lines.append(
@@ -219,7 +219,7 @@ def select_run(
         raise click.ClickException(str(error)) from error
     folder = paths[0].parent.parent if paths[0].parent.name == "checkpoints" else paths[0].parent
     best = atomic_write_bytes(folder / "best.pt", Path(selection.chosen.path).read_bytes())
-    result = {**selection.to_json(), "best": str(best)}
+    result = {**selection.to_json(), "drones": env.num_actors, "best": str(best)}
     atomic_write_json(folder / "selection.json", result)
     return result
 
