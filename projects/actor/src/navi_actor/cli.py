@@ -309,8 +309,9 @@ def _evaluation_environment(env_options: dict[str, Any], episodes_per_scene: int
     """(settings, environment) for evaluate/compare/select-checkpoint, built from the same settings as
     training. Each of the plan's ``episodes_per_scene`` starts per scene gets its own drone (at most
     ``MAX_EVALUATION_DRONES``; the plan flies in one wave) unless ``rollout.num_actors`` is set by
-    --num-actors, ``NAVI_ACTOR_ROLLOUT__NUM_ACTORS`` or ``.env``: the figures are the same either way,
-    only the time differs."""
+    --num-actors, ``NAVI_ACTOR_ROLLOUT__NUM_ACTORS`` or ``.env``. The drone count sets the time; a
+    learned policy's figures also move a little (within their intervals), since a batch of another
+    size rounds its sums differently (1e-7) and 500 steps grow that into other flights."""
     from navi_actor.runners.env_factory import build_environment
 
     settings = build_settings(**settings_kwargs(env_options))
@@ -382,8 +383,9 @@ def evaluate(
 
     Every policy (CHECKPOINT and each --policy) flies the same planned episodes: per scene,
     --episodes-per-scene start poses drawn once with --seed, each run to its own end. Each planned
-    episode has its own drone (at most 128 fly at once; --num-actors sets another number, which
-    changes the time, not the figures).
+    episode has its own drone (at most 128 fly at once; --num-actors sets another number: another
+    time, and for a learned policy slightly other flights, as floats round differently per batch).
+    The JSON's plan says how many drones flew.
     """
     specs = ([str(checkpoint)] if checkpoint is not None else []) + list(policies)
     _run_evaluation(
