@@ -8,6 +8,7 @@ collecting a light test module does not pay for it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -55,3 +56,16 @@ def uncached_loggers() -> None:
     import structlog
 
     structlog.configure(cache_logger_on_first_use=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small apartment compiled at 32^3 (a few seconds): a real scene for CLI tests of the simulator."""
+    from navi_environment.corpus.settings import CompileSettings
+    from navi_environment.corpus.sources import compile_source
+    from navi_environment.gmdag.writer import write_gmdag
+
+    compiled = compile_source("procedural:apartment:seed=3", CompileSettings(), resolution=32)
+    path = tmp_path_factory.mktemp("scene") / "apartment.gmdag"
+    write_gmdag(compiled.asset, path)
+    return path

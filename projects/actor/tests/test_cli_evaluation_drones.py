@@ -21,18 +21,6 @@ TINY_SIMULATOR = {
 }
 
 
-@pytest.fixture(scope="module")
-def tiny_scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from navi_environment.corpus.settings import CompileSettings
-    from navi_environment.corpus.sources import compile_source
-    from navi_environment.gmdag.writer import write_gmdag
-
-    compiled = compile_source("procedural:apartment:seed=3", CompileSettings(), resolution=32)
-    path = tmp_path_factory.mktemp("scene") / "apartment.gmdag"
-    write_gmdag(compiled.asset, path)
-    return path
-
-
 def evaluate(scene: Path, *options: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     arguments = ["evaluate", "--policy", "heuristic", "--gmdag-file", str(scene), "--torch-threads", "1",
                  "--episodes-per-scene", "3", "--json", *options]  # fmt: skip

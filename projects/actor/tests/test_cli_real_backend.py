@@ -13,18 +13,6 @@ from navi_actor.cli import main
 pytestmark = pytest.mark.usefixtures("restore_process_state")
 
 
-@pytest.fixture(scope="module")
-def tiny_scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from navi_environment.corpus.settings import CompileSettings
-    from navi_environment.corpus.sources import compile_source
-    from navi_environment.gmdag.writer import write_gmdag
-
-    compiled = compile_source("procedural:apartment:seed=3", CompileSettings(), resolution=32)
-    path = tmp_path_factory.mktemp("scene") / "apartment.gmdag"
-    write_gmdag(compiled.asset, path)
-    return path
-
-
 @pytest.mark.slow
 def test_train_then_evaluate_on_a_real_scene(tmp_path: Path, tiny_scene: Path) -> None:
     env = {
