@@ -69,11 +69,12 @@ def test_the_second_plan_is_printed_beside_the_first() -> None:
         "random_collision_rate": 0.1, "max_collision_ratio": 0.3,
         "candidates": [row(100, 30.0), row(200, 30.0)], "chosen": row(100, 30.0),
         "rule": "most coverage among the careful, confirmed on a second plan among 2 near-equals",
-        "best": "run/best.pt",
+        "best": "run/best.pt", "drones": 4,
         "confirmation": {"candidates": [row(100, 35.0), row(200, 25.0)], "random_coverage": 10.0,
                          "random_collision_rate": 0.1, "episodes_per_scene": 8, "seed": 3},
     }  # fmt: skip
     lines = format_selection(result).splitlines()
+    assert lines[0].startswith("plan: 1 training scenes x 4 starts (seed 2), 4 drones at once, mean action;")
     assert lines[3] == "second plan: the same scenes x 8 starts (seed 3); random covers 10.00 cells"
     assert "3.50x random" in lines[4] and "2.50x random" in lines[5]
     assert lines[-1].startswith("chosen: step 100 (most coverage among the careful, confirmed")

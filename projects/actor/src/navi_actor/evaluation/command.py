@@ -231,8 +231,8 @@ def format_selection(result: dict[str, Any]) -> str:
     scenes, starts = len(result["scenes"]) or "all", result["episodes_per_scene"]
     starts_text = f"{starts} start{'s' if starts != 1 else ''}"
     lines = [
-        f"plan: {scenes} training scenes x {starts_text} (seed {result['seed']}), "
-        f"mean action; random covers {result['random_coverage']:.2f} cells and collides on "
+        f"plan: {scenes} training scenes x {starts_text} (seed {result['seed']}), {result['drones']} drones "
+        f"at once, mean action; random covers {result['random_coverage']:.2f} cells and collides on "
         f"{100 * result['random_collision_rate']:.1f} % of steps"
     ]
     limit = result["max_collision_ratio"]
