@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -187,10 +188,11 @@ def main() -> None:
         "bench": "bc", "device": args.device, "frames": len(data), "train_frames": len(train),
         "holdout_frames": len(holdout), "record_seconds": round(record_s, 2),
         "bc_seconds": round(history.seconds, 2),
-        "bc_frames_per_second": round(len(train) * args.epochs / history.seconds, 1),
-        "epochs": args.epochs, "train_nll_first_last": [history.train_nll[0], history.train_nll[-1]],
-        "holdout_mse": history.holdout_mse[-1], "baseline_mse": history.baseline_mse,
-        "holdout_over_baseline": history.holdout_mse[-1] / history.baseline_mse,
+        "bc_frames_per_second": round(len(train) * len(history.train_nll) / history.seconds, 1),
+        "epochs": args.epochs, "epochs_run": len(history.train_nll), "kept_epoch": history.best_epoch,
+        "train_nll_first_last": [history.train_nll[0], history.train_nll[-1]],
+        "holdout_mse": history.kept_holdout_mse, "baseline_mse": history.baseline_mse,
+        "holdout_over_baseline": (history.kept_holdout_mse or math.nan) / history.baseline_mse,
         "eval_rooms": len(held_out), "eval_steps": args.eval_steps, "eval": mean,
         "policy": {"encoder": args.encoder, "core": args.core, "sensor": [args.azimuth, args.elevation]},
     }))  # fmt: skip

@@ -107,6 +107,8 @@ def test_the_warm_start_flies_every_training_scene_and_ppo_starts_from_its_clone
     facts = json.loads((run / "warm_start" / "warm_start.json").read_text())
     clone = run / "warm_start" / "clone.pt"
     assert facts["checkpoint"] == str(clone) and facts["scenes"] == ["apartment_003.gmdag", "hall_003.gmdag"]
+    assert facts["bc_epochs_run"] == 2 and facts["bc_kept_epoch"] in (1, 2)  # the lower held-out epoch
+    assert f"kept epoch {facts['bc_kept_epoch']} of 2" in result.output
     flown: dict[str, int] = {}
     for path in (run / "warm_start" / "demonstrations").glob("*.npz"):
         with np.load(path, allow_pickle=False) as demo:

@@ -125,4 +125,4 @@ def test_cloning_replays_the_training_and_held_out_episodes_once_whatever_the_ep
     history = cloned(policy, data, epochs=4)
     assert replays == [64, 16]  # the training frames, then the held-out episode, once each
     holdout = data.select_episodes(torch.tensor([0]))
-    assert history.holdout_mse[-1] == trainer.sequence_mse(policy, holdout, 2, 8)  # the same as afresh
+    assert history.kept_holdout_mse == trainer.sequence_mse(policy, holdout, 2, 8)  # the same as afresh

@@ -28,8 +28,10 @@ def imitation_report(history: BCHistory) -> tuple[str, str | None]:
     line = f"train nll {history.train_nll[0]:.4f} -> {history.train_nll[-1]:.4f}; "
     if not history.holdout_mse:
         return line + "held-out action MSE: n/a (no episode held out; record more episodes to score it)", None
-    holdout, baseline = history.holdout_mse[-1], history.baseline_mse
+    holdout, baseline = history.holdout_mse[history.best_epoch - 1], history.baseline_mse
     line += f"held-out action MSE {holdout:.4f} vs mean-action baseline {baseline:.4f}"
+    if history.best_epoch != len(history.train_nll):
+        line += f" (kept epoch {history.best_epoch} of {len(history.train_nll)}: the lowest held-out MSE)"
     if holdout >= baseline:
         return line, (
             f"behaviour cloning is no better than always predicting the mean action ({holdout:.4f} >= "
@@ -39,7 +41,7 @@ def imitation_report(history: BCHistory) -> tuple[str, str | None]:
 
 
 BC_FIELDS = ("bc.demonstrations", "bc.epochs", "bc.sequence_length", "bc.streams", "bc.learning_rate",
-             "bc.holdout_fraction", "bc.log_std", "encoder_backend", "temporal_core", "train.device",
+             "bc.holdout_fraction", "bc.keep_best", "bc.patience", "bc.log_std", "encoder_backend", "temporal_core", "train.device",
              "train.seed", "train.torch_threads", "train.artifacts_dir", "policy.action_squash")  # fmt: skip
 """Settings ``bc-pretrain`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
 

@@ -24,6 +24,17 @@ class BCConfig(BaseModel):
     holdout_fraction: float = Field(
         default=0.1, ge=0.0, lt=1.0, description="Share of episodes held out to measure imitation."
     )
+    keep_best: bool = Field(
+        default=True,
+        description="End with the weights of the epoch whose held-out action MSE was lowest, not the "
+        "last epoch's (needs held-out episodes).",
+    )
+    patience: int = Field(
+        default=0,
+        ge=0,
+        description="Stop once the held-out action MSE has not improved for this many epochs (epochs "
+        "is then the ceiling); 0 = run every epoch. Needs held-out episodes.",
+    )
     chunk_coef: float = Field(
         default=1.0,
         ge=0.0,

@@ -140,5 +140,5 @@ def run_pretrain(
             settings_json=json.dumps(settings, sort_keys=True, default=str),
         )
         path = save_checkpoint(checkpoint, out or checkpoint_path(run.checkpoints, step_id))
-        log.info("actor.bc.checkpoint_written", path=str(path), holdout_mse=history.holdout_mse[-1:] or None)
+        log.info("actor.bc.checkpoint_written", path=str(path), holdout_mse=history.kept_holdout_mse)
         return PretrainResult(path, history, len(train), len(holdout))

@@ -126,8 +126,8 @@ def run_warm_start(
     recording = record_frontier(env, warm.steps, demonstrations, seed=seed, on_round=flying)
     recorded = time.monotonic()
     say(
-        f"warm start: recorded in {recorded - started:.0f} s; cloning {warm.epochs} epochs over "
-        f"{recording.steps:,} frames"
+        f"warm start: recorded in {recorded - started:.0f} s; cloning "
+        f"{_epochs_phrase(settings, warm.epochs)} over {recording.steps:,} frames"
     )
     result = _clone(
         settings, demonstrations, folder, warm.epochs, folder / "clone.pt", seed=seed, status=status
@@ -157,7 +157,9 @@ def run_warm_start(
             if history.train_visit_bce
             else None
         ),
-        "bc_holdout_mse": _finite(history.holdout_mse[-1]) if history.holdout_mse else None,
+        "bc_epochs_run": len(history.train_nll),
+        "bc_kept_epoch": history.best_epoch,
+        "bc_holdout_mse": _kept_mse(history),
         "bc_baseline_mse": _finite(history.baseline_mse),
         "record_seconds": round(recorded - started, 1),
         "bc_seconds": round(cloned - recorded, 1),
@@ -169,7 +171,7 @@ def run_warm_start(
     atomic_write_json(folder / FACTS_FILE, facts)
     imitation = (
         f"held-out action MSE {facts['bc_holdout_mse']:.3f} against {facts['bc_baseline_mse']:.3f} for the "
-        "best constant action"
+        f"best constant action; kept epoch {facts['bc_kept_epoch']} of {facts['bc_epochs_run']}"
         if facts["bc_holdout_mse"] is not None and facts["bc_baseline_mse"] is not None
         else f"train action MSE {facts['bc_train_mse'][0]} -> {facts['bc_train_mse'][1]}"
     )
@@ -231,7 +233,8 @@ def _dagger_rounds(
         rounds.append({
             "steps": flown.steps, "record_seconds": round(recorded - started, 1),
             "bc_seconds": round(time.monotonic() - recorded, 1), "bc_frames": result.frames,
-            "bc_holdout_mse": _finite(result.history.holdout_mse[-1]) if result.history.holdout_mse else None,
+            "bc_epochs_run": len(result.history.train_nll), "bc_kept_epoch": result.history.best_epoch,
+            "bc_holdout_mse": _kept_mse(result.history),
             "bc_baseline_mse": _finite(result.history.baseline_mse),
             "checkpoint": str(result.checkpoint),
         })  # fmt: skip
@@ -362,6 +365,20 @@ def _unfinished_warmup(settings: ActorSettings, start: Checkpoint, progress: Pro
     return settings.model_copy(
         update={"ppo": settings.ppo.model_copy(update={"value_warmup_updates": stored})}
     )
+
+
+def _epochs_phrase(settings: ActorSettings, epochs: int) -> str:
+    """"up to 20 epochs (...)" with early stopping, "20 epochs" without."""
+    patience = settings.bc.patience
+    if patience == 0:
+        return f"{epochs} epochs"
+    return f"up to {epochs} epochs (stopping after {patience} without a lower held-out action MSE)"
+
+
+def _kept_mse(history: Any) -> float | None:
+    """The held-out action MSE of the weights a clone keeps, for the facts (None: nothing held out)."""
+    kept = history.kept_holdout_mse
+    return None if kept is None else _finite(kept)
 
 
 def _finite(value: float) -> float | None:
