@@ -41,8 +41,9 @@ def imitation_report(history: BCHistory) -> tuple[str, str | None]:
 
 
 BC_FIELDS = ("bc.demonstrations", "bc.epochs", "bc.sequence_length", "bc.streams", "bc.learning_rate",
-             "bc.holdout_fraction", "bc.keep_best", "bc.patience", "bc.log_std", "encoder_backend", "temporal_core", "train.device",
-             "train.seed", "train.torch_threads", "train.artifacts_dir", "policy.action_squash")  # fmt: skip
+             "bc.holdout_fraction", "bc.keep_best", "bc.patience", "bc.log_std", "encoder_backend",
+             "temporal_core", "train.device", "train.seed", "train.torch_threads", "train.artifacts_dir",
+             "policy.action_squash")  # fmt: skip
 """Settings ``bc-pretrain`` exposes as ``--<field>`` (:mod:`navi_common.cli_options`)."""
 
 
