@@ -89,6 +89,8 @@ CASES: dict[str, list[Case]] = {
         _int("--streams", "bc.streams"),
         Case("--learning-rate", "bc.learning_rate", "0.003", "0.002", "0.001"),
         Case("--holdout-fraction", "bc.holdout_fraction", "0.3", "0.2", "0.25"),
+        Case("--no-keep-best", "bc.keep_best", None, "true", "false", "False"),
+        _int("--patience", "bc.patience"),
         Case("--log-std", "bc.log_std", "-1.5", "-1.0", "-0.5"),
         Case("--encoder-backend", "encoder_backend", "spherical_cnn", "rayvit", "spherical_cnn"),
         Case("--temporal-core", "temporal_core", "mamba2", "mambapy", "gru"),
@@ -142,7 +144,7 @@ NOT_SETTINGS: dict[str, set[str]] = {
 }
 
 # A second spelling of a flag pair is tested through the case of its first spelling.
-PAIRS = {"--stochastic": "--deterministic", "--no-blend": "--blend"}
+PAIRS = {"--stochastic": "--deterministic", "--no-blend": "--blend", "--no-keep-best": "--keep-best"}
 
 
 class _Captured(Exception):  # noqa: N818 - a control-flow signal, not an error
