@@ -184,6 +184,7 @@ def main() -> None:
             )
     mean = {pilot: {key: float(np.mean([r[key] for r in reports])) for key in reports[0]}
             for pilot, reports in evaluation.items()}  # fmt: skip
+    kept = history.kept_holdout_mse if history.kept_holdout_mse is not None else math.nan
     print(json.dumps({
         "bench": "bc", "device": args.device, "frames": len(data), "train_frames": len(train),
         "holdout_frames": len(holdout), "record_seconds": round(record_s, 2),
@@ -191,8 +192,8 @@ def main() -> None:
         "bc_frames_per_second": round(len(train) * len(history.train_nll) / history.seconds, 1),
         "epochs": args.epochs, "epochs_run": len(history.train_nll), "kept_epoch": history.best_epoch,
         "train_nll_first_last": [history.train_nll[0], history.train_nll[-1]],
-        "holdout_mse": history.kept_holdout_mse, "baseline_mse": history.baseline_mse,
-        "holdout_over_baseline": (history.kept_holdout_mse or math.nan) / history.baseline_mse,
+        "holdout_mse": kept, "baseline_mse": history.baseline_mse,
+        "holdout_over_baseline": kept / history.baseline_mse,
         "eval_rooms": len(held_out), "eval_steps": args.eval_steps, "eval": mean,
         "policy": {"encoder": args.encoder, "core": args.core, "sensor": [args.azimuth, args.elevation]},
     }))  # fmt: skip

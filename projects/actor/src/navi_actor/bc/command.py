@@ -28,9 +28,10 @@ def imitation_report(history: BCHistory) -> tuple[str, str | None]:
     line = f"train nll {history.train_nll[0]:.4f} -> {history.train_nll[-1]:.4f}; "
     if not history.holdout_mse:
         return line + "held-out action MSE: n/a (no episode held out; record more episodes to score it)", None
-    holdout, baseline = history.holdout_mse[history.best_epoch - 1], history.baseline_mse
+    holdout, baseline = history.kept_holdout_mse, history.baseline_mse
+    assert holdout is not None  # held-out episodes exist
     line += f"held-out action MSE {holdout:.4f} vs mean-action baseline {baseline:.4f}"
-    if history.best_epoch != len(history.train_nll):
+    if history.best_epoch not in (0, len(history.train_nll)):
         line += f" (kept epoch {history.best_epoch} of {len(history.train_nll)}: the lowest held-out MSE)"
     if holdout >= baseline:
         return line, (

@@ -51,12 +51,12 @@ class BCHistory:
     baseline_mse: float = math.nan  #: held-out MSE of always predicting the training mean action
     optimizer_steps: int = 0
     seconds: float = 0.0
-    best_epoch: int = 0  #: 1-based epoch whose weights the policy holds at the end
+    best_epoch: int = 0  #: 1-based epoch whose weights the policy holds at the end (0: the last)
 
     @property
     def kept_holdout_mse(self) -> float | None:
         """Held-out action MSE of the weights the policy keeps (None without held-out episodes)."""
-        return self.holdout_mse[self.best_epoch - 1] if self.holdout_mse and self.best_epoch else None
+        return self.holdout_mse[(self.best_epoch or len(self.holdout_mse)) - 1] if self.holdout_mse else None
 
 
 @dataclass
@@ -282,7 +282,7 @@ def _keep_best(policy: NaviPolicy, history: BCHistory, best: _BestEpoch | None, 
     if history.best_epoch != epochs_run or epochs_run < epochs:
         log.info(
             "actor.bc.best_epoch_kept", epochs_run=epochs_run, epochs=epochs, kept_epoch=history.best_epoch,
-            holdout_mse=round(history.holdout_mse[history.best_epoch - 1], 5),
+            holdout_mse=round(history.kept_holdout_mse or math.nan, 5),
         )  # fmt: skip
 
 
