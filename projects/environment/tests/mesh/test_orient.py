@@ -17,7 +17,9 @@ from navi_environment.corpus.settings import CompileSettings
 from navi_environment.corpus.sources import compile_source
 from navi_environment.gmdag.sample import sample_dense
 from navi_environment.mesh.load import import_mesh
-from navi_environment.mesh.orient import choose_orientation
+from navi_environment.mesh.orient import choose_orientation, objects_at_ends
+from navi_environment.scenes.export import layout_mesh
+from navi_environment.scenes.registry import generate
 
 
 def proper_rotations() -> list[np.ndarray]:
@@ -69,6 +71,42 @@ def test_rotated_room_is_detected_the_right_way_up(  # noqa: PLR0917 - hypothesi
     back = rotated.reshape(-1, 3) @ orientation.matrix.T
     np.testing.assert_allclose(back.min(axis=0)[2], mesh.bounds[0][2], atol=1e-9)
     np.testing.assert_allclose(np.ptp(back[:, 2]), np.ptp(mesh.vertices[:, 2]), atol=1e-9)
+
+
+def _hall_with_hanging_beams() -> trimesh.Trimesh:
+    """A closed z-up hall: six 1 m crates on the floor, two beams hanging from the ceiling whose
+    undersides hold twice the crates' top area (the horizontal surfaces between the ends sit high)."""
+    width, depth, height, t = 12.0, 10.0, 5.0, 0.2
+    boxes = [((0, 0, -t), (width, depth, 0)), ((0, 0, height), (width, depth, height + t))]
+    boxes += [((0, 0, 0), (t, depth, height)), ((width - t, 0, 0), (width, depth, height))]
+    boxes += [((1.0 + 1.6 * k, 1.0, 0), (2.0 + 1.6 * k, 2.0, 1.0)) for k in range(6)]
+    boxes += [((0.5, 3.0 + 3.0 * k, height - 0.6), (10.5, 3.6 + 3.0 * k, height)) for k in range(2)]
+    parts = [trimesh.creation.box(bounds=np.array(b, dtype=np.float64)) for b in boxes]
+    return trimesh.util.concatenate(parts)
+
+
+@pytest.mark.parametrize("rotation", range(24))
+def test_hall_with_hanging_beams_is_up_from_what_stands_on_its_floor(rotation: int) -> None:
+    hall = _hall_with_hanging_beams().triangles
+    cross = np.cross(hall[:, 1] - hall[:, 0], hall[:, 2] - hall[:, 0])
+    area, height = np.linalg.norm(cross, axis=1), hall[:, :, 2].mean(axis=1)
+    ledges = (np.abs(cross[:, 2]) > 0.99 * area) & (height > 0.5) & (height < 4.7)
+    assert np.average(height[ledges], weights=area[ledges]) > 2.6  # heights alone: upside down
+    assert objects_at_ends(hall, 2, 0.1) == (6, 2)  # crates; beams (the shell shares corners)
+    matrix = ROTATIONS[rotation]
+    orientation = choose_orientation(hall @ matrix.T, ".stl", "auto", 1.0)
+    assert orientation.up_axis == _up_name(matrix @ np.array([0.0, 0.0, 1.0])), orientation.reason
+    assert orientation.warning is None, orientation.warning
+
+
+@pytest.mark.parametrize(("family", "seed"), [("apartment", 0), ("apartment", 12), ("hall", 0), ("hall", 2)])
+def test_exported_procedural_scenes_are_read_the_right_way_up(family: str, seed: int) -> None:
+    """The tutorial's own apartment (seed 0, exported as OBJ) was read upside down: its cupboard tops
+    and door lintels sit above the middle of the height, as the hanging beams of some halls do."""
+    triangles = layout_mesh(generate(family, seed)).triangles
+    upside_down = triangles @ np.diag([1.0, -1.0, -1.0]).T
+    assert choose_orientation(triangles, ".obj", "auto", 1.0).up_axis == "z"
+    assert choose_orientation(upside_down, ".obj", "auto", 1.0).up_axis == "-z"
 
 
 def test_ground_with_boxes_is_up_from_the_ground_and_upside_down_warns(scene_meshes: SimpleNamespace) -> None:
