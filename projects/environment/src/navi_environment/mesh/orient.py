@@ -154,9 +154,9 @@ def objects_at_ends(triangles: np.ndarray, axis: int, band: float) -> tuple[int,
     and columns reach both ends and count for neither.
     """
     corners = triangles.reshape(-1, 3)
-    extent = float(np.ptp(corners, axis=0).max())
-    grid = np.round(corners / max(OBJECT_WELD * extent, 1e-12)).astype(np.int64)
-    _, vertex = np.unique(grid, axis=0, return_inverse=True)
+    origin, extent = corners.min(axis=0), float(np.ptp(corners, axis=0).max())
+    grid = np.round((corners - origin) / max(OBJECT_WELD * extent, 1e-12)).astype(np.int64)  # < 2**20
+    _, vertex = np.unique((grid[:, 0] << 42) | (grid[:, 1] << 21) | grid[:, 2], return_inverse=True)
     vertex = vertex.reshape(-1, 3)
     edges = np.concatenate([vertex[:, [0, 1]], vertex[:, [1, 2]]])
     size = int(vertex.max()) + 1
