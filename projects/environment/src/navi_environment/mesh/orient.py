@@ -245,11 +245,11 @@ def _auto_axis(triangles: np.ndarray, shares: np.ndarray, suffix: str) -> tuple[
     return up, reason, sign == 0
 
 
-def _doubts(triangles: np.ndarray, shares: np.ndarray, up: str, undecided: bool) -> list[str]:
-    """Warnings about an up axis: the geometry points elsewhere, the sign is a guess, or the chosen
-    down has little floor or ground under the scene."""
+def _doubts(triangles: np.ndarray, geometry: tuple[str, str, bool], up: str, undecided: bool) -> list[str]:
+    """Warnings about an up axis: the geometry (``_auto_axis`` without a file convention) points
+    elsewhere, the sign is a guess, or the chosen down has little floor or ground under the scene."""
     warnings = []
-    geometric, why, geometric_undecided = _auto_axis(triangles, shares, "")
+    geometric, why, geometric_undecided = geometry
     if geometric != up and not geometric_undecided:
         warnings.append(
             f"the geometry suggests {geometric} up, not {up} ({why}): if the preview shows the scene "
@@ -282,13 +282,14 @@ def choose_orientation(triangles: np.ndarray, suffix: str, requested: str, scale
         The orientation with its reason and, when doubtful, a warning naming ``--up-axis``.
     """
     shares = horizontal_shares(triangles)
+    geometry = _auto_axis(triangles, shares, "")  # once: it decides ``auto`` and checks every choice
     undecided = False
     if requested == "auto":
-        up, why, undecided = _auto_axis(triangles, shares, suffix)
+        up, why, undecided = _auto_axis(triangles, shares, suffix) if suffix in Y_UP_SUFFIXES else geometry
         reason = f"auto: {up} up ({why})"
     else:
         up, reason = requested, f"given: {requested} up"
-    warnings = _doubts(triangles, shares, up, undecided)
+    warnings = _doubts(triangles, geometry, up, undecided)
     return Orientation(
         up_axis=up,
         requested=requested,
