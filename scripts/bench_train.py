@@ -2,12 +2,8 @@
 
 Prints ONE JSON line. The run is the default trainer (default policy: rayvit + mamba2, 4 drones,
 256x48 sensor, default rollout and PPO settings) stepping ``SdfDagBackend`` in-process on one scene
-(``--gmdag-file``, else the default corpus, built first if missing). After ``--warmup-iterations``
-untimed iterations ``--iterations`` collect+update iterations are timed. Why 8 warm-up iterations:
-the first one compiles numba, and the update then still slows down the first few thousand steps
-(4.1 s per 512 steps at iterations 1-3 of the default trainer, 2.3-2.6 s from the eleventh on, the
-same 16 minibatches; docs/experiments/2026-11-trainer-throughput.md, 2026-12-05), while a learning
-run averages over hundreds of updates:
+(``--gmdag-file``, else the default corpus, built first if missing). After one warm-up iteration
+(numba compilation, allocator warm-up) ``--iterations`` collect+update iterations are timed:
 
 * ``steps_per_second``: environment steps (all drones) per wall-clock second, end to end;
 * ``split``: seconds in the environment, the policy forward while acting, the PPO update, other;
@@ -30,8 +26,7 @@ comes from CUDA events (the collector's stage timer), and the update's FLOP rate
 dense float32 matmul on the same GPU, per wall second. ``--num-actors`` sets the batch of drones
 (GPUs want hundreds).
 
-    uv run python scripts/bench_train.py [--gmdag-file F] [--iterations 4] [--warmup-iterations 8]
-        [--threads 2] [--device cpu]
+    uv run python scripts/bench_train.py [--gmdag-file F] [--iterations 2] [--threads 2] [--device cpu]
         [--num-actors N] [--temporal-core gru]
 """
 
@@ -135,14 +130,7 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
 
 @click.command()
 @click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None)
-@click.option("--iterations", type=int, default=4, show_default=True, help="Timed collect+update rounds.")
-@click.option(
-    "--warmup-iterations",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Untimed rounds first: numba compiles in the first, and the update runs slower for a few more.",
-)
+@click.option("--iterations", type=int, default=2, show_default=True, help="Timed collect+update rounds.")
 @click.option("--threads", type=int, default=None, help="torch threads (default: torch's choice).")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--temporal-core", default=None, help="Override the default core (e.g. gru).")
@@ -151,7 +139,6 @@ def main(
     *,
     gmdag_file: Path | None,
     iterations: int,
-    warmup_iterations: int,
     threads: int | None,
     device: str,
     temporal_core: str | None,
@@ -173,8 +160,7 @@ def main(
     built = build_environment(settings.environment, settings.rollout.num_actors, device)
     with tempfile.TemporaryDirectory(prefix="navi-bench-") as scratch:  # the run folder is not kept
         runner = OnPolicyRunner(settings, built, artifacts_dir=Path(scratch))
-        for _ in range(warmup_iterations):  # numba compilation, then the update's slower first rounds
-            timed_iteration(runner)
+        timed_iteration(runner)  # warm-up: numba compilation, first allocations
         rounds = [timed_iteration(runner) for _ in range(iterations)]
     per_minibatch = minibatch_flops(runner)
     torch_device = runner.storage.device
@@ -210,7 +196,6 @@ def main(
                 "update_efficiency": round(update_rate / matmul_rate, 4),
                 "target_update_efficiency": TARGET_EFFICIENCY,
                 "env_steps_timed": int(total["steps"]),
-                "warmup_iterations": warmup_iterations,
                 "actors": built.env.num_actors,
                 "observation_shape": list(built.env.observation_shape),
                 "encoder_backend": policy_cfg.encoder_backend,

@@ -31,7 +31,7 @@ def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(tmp_path
     scratch.mkdir()
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--gmdag-file", str(scene), "--iterations", "1", "--num-actors", "2",
-         "--threads", "1", "--warmup-iterations", "2"],
+         "--threads", "1"],
         env={**os.environ, **TINY, "TMPDIR": str(scratch)},
         capture_output=True,
         text=True,
@@ -42,8 +42,7 @@ def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(tmp_path
     (line,) = result.stdout.splitlines()  # the JSON line alone: logs go to stderr
     report = json.loads(line)
     assert report["benchmark"] == "train"
-    assert report["env_steps_timed"] == 16 * 2  # one timed rollout of 16 steps x 2 drones, warm-up untimed
-    assert report["warmup_iterations"] == 2
+    assert report["env_steps_timed"] == 16 * 2  # one timed rollout of 16 steps x 2 drones
     assert report["actors"] == 2 and report["observation_shape"] == [3, 32, 8]
     assert report["steps_per_second"] > 0 and report["update_efficiency"] > 0
     assert set(report["split_seconds"]) == {"env", "policy_forward", "shaping", "ppo_update", "other"}
