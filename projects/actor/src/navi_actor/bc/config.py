@@ -61,8 +61,11 @@ class WarmStartConfig(BaseModel):
     need three commands for it. On by default (16,384 steps) since 2026-12-04: every row of the
     learning target table trains from it (3.09-3.17x random with the mean action on seeds 0-2, 2.87x on
     seed 3), where PPO from a fresh policy covered 1.67x on seed 0 (earlier defaults; docs/training.md,
-    docs/experiments/2026-11-checkpoint-selection.md). Where it cannot run (the
-    point environment, Ray) and nobody asked for it, ``train`` goes without it and says so.
+    docs/experiments/2026-11-checkpoint-selection.md). Twelve clone epochs since 2026-12-06: all-in
+    (``bench_learning.py --minutes 30``) seeds 0 / 1 / 2 read 3.33x / 3.11x / 2.92x random against
+    3.23x / 2.97x / 2.93x with 20 (docs/experiments/2026-12-thirty-minutes-all-in.md). Where it
+    cannot run (the point environment, Ray) and nobody asked for it, ``train`` goes without it and
+    says so.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -73,7 +76,11 @@ class WarmStartConfig(BaseModel):
         "before PPO; 0 = no warm start. Never runs when the run resumes; the default is skipped, with a "
         "notice, where it cannot run (environment.backend=point, train.backend=ray).",
     )  # fmt: skip
-    epochs: int = Field(default=20, gt=0, description="Behaviour-cloning epochs over the planner's flights.")
+    epochs: int = Field(
+        default=12, gt=0,
+        description="Behaviour-cloning epochs over the planner's flights (12: the clone's held-out action "
+        "MSE stops falling after about 11, and the 2 minutes saved go to PPO).",
+    )  # fmt: skip
     value_updates: int = Field(
         default=10, ge=0,
         description="First PPO updates after the warm start that train only the critic "
