@@ -64,9 +64,8 @@ class WarmStartConfig(BaseModel):
     docs/experiments/2026-11-checkpoint-selection.md). Twelve clone epochs since 2026-12-06: all-in
     (``bench_learning.py --minutes 30``) seeds 0 / 1 / 2 read 3.33x / 3.11x / 2.92x (2.67x again)
     random against 3.23x / 2.97x / 2.93x with 20 (docs/experiments/2026-12-thirty-minutes-all-in.md),
-    no worse and 2 minutes cheaper. Where it
-    cannot run (the point environment, Ray) and nobody asked for it, ``train`` goes without it and
-    says so.
+    no worse on average and 2 minutes cheaper. Where it cannot run (the point environment, Ray) and
+    nobody asked for it, ``train`` goes without it and says so.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
