@@ -81,9 +81,11 @@ def sb3_rate(scene: Path, iterations: int) -> dict[str, Any]:
     """Steps/s of SB3 PPO (MlpPolicy) over a DummyVecEnv of ``ACTORS`` one-drone Navi envs."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     vec = make_vec_env("Navi/Explore-v0", n_envs=ACTORS, env_kwargs=_env_kwargs(scene))
     model = PPO("MlpPolicy", vec, n_steps=ROLLOUT, batch_size=ROLLOUT, n_epochs=4, seed=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # else learn() leaves $TMPDIR/SB3-<time>
     model.learn(total_timesteps=ROLLOUT * ACTORS)  # warm-up
     started = time.perf_counter()
     model.learn(total_timesteps=ROLLOUT * ACTORS * iterations, reset_num_timesteps=False)

@@ -32,11 +32,14 @@ def repo(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.slow  # ~10 s on the loaded 2-core box: scene compile, torch, 64 PPO steps, 2 episodes
-def test_sb3_ppo_trains_and_evaluates_on_navi_explore(repo: Path) -> None:
+def test_sb3_ppo_trains_and_evaluates_on_navi_explore(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_checker import check_env
     from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -44,8 +47,14 @@ def test_sb3_ppo_trains_and_evaluates_on_navi_explore(repo: Path) -> None:
     model = PPO("MlpPolicy", gym.make("Navi/Explore-v0", **SMALL), n_steps=32, batch_size=32,
                 n_epochs=1, seed=0, device="cpu", policy_kwargs={"net_arch": [32]})  # fmt: skip
     assert isinstance(model.get_env(), DummyVecEnv)  # SB3's own VecEnv wraps the Gymnasium env
+    # Without a logger of its own, learn() makes an empty $TMPDIR/SB3-<time> folder on every call.
+    model.set_logger(Logger(folder=None, output_formats=[]))
     before = [parameter.detach().clone() for parameter in model.policy.parameters()]
+    scratch = repo / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     model.learn(total_timesteps=64)
+    assert not list(scratch.glob("SB3-*"))  # a test run leaves nothing in the machine's temp folder
     assert model.num_timesteps == 64
     after = list(model.policy.parameters())
     assert any(not torch.equal(a, b.detach()) for a, b in zip(before, after, strict=True))  # it learned
