@@ -174,3 +174,29 @@ def test_a_planner_following_the_drones_height_never_asks_it_to_climb_back() -> 
         assert mapped > 50 if follow else mapped == 0  # outside its slab the default maps no free space
         assert float(planner.maps.z0[0]) == pytest.approx(2.3 if follow else 1.5)
     assert vertical[False] < -0.1 and vertical[True] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("yaw", "row_side", "column_side"), [(0.0, 0, 1), (math.pi, 0, -1), (0.5 * math.pi, 1, 0)]
+)
+def test_the_turn_cost_picks_the_frontier_it_faces(yaw: float, row_side: int, column_side: int) -> None:
+    """Unknown strips left and right of a mapped room, at equal path cost: the default planner takes the
+    nearest frontier cells, level with the drone, whatever its heading; with ``turn_weight_m`` it takes
+    the side it faces, and facing +y (both sides a quarter turn away) cells a little further towards +y."""
+    grid = np.full((21, 21), FREE, dtype=np.int8)
+    grid[:, :2] = UNKNOWN
+    grid[:, -2:] = UNKNOWN
+    start = (10, 10)  # (row, column); rows grow with y, columns with x
+    r, c = np.ogrid[:21, :21]
+    reach_m = np.hypot(r - start[0], c - start[1]) * 0.25
+    reach_m[:, :2] = reach_m[:, -2:] = np.inf  # unknown cells are not reachable
+    box = (slice(0, 21), slice(0, 21))
+    plain = FrontierPlanner(SETTINGS, 1, layers=False)
+    default_goal = plain._best_frontier(0, box, grid, reach_m, plain._turn_cost(grid.shape, start, yaw))
+    assert default_goal is not None and default_goal[0] == start[0]
+    turning = FrontierPlanner(SETTINGS, 1, layers=False, turn_weight_m=1.0)
+    goal = turning._best_frontier(0, box, grid, reach_m, turning._turn_cost(grid.shape, start, yaw))
+    assert goal is not None
+    assert int(np.sign(goal[0] - start[0])) == row_side
+    if column_side:
+        assert int(np.sign(goal[1] - start[1])) == column_side

@@ -140,8 +140,9 @@ class FrontierPlanner:
         goal_distance = torch.zeros(self.num_drones, device=self.device)
         active = torch.zeros(self.num_drones, dtype=torch.bool, device=self.device)
         xy = position[:, :2].cpu().numpy()
+        headings = yaw.cpu().numpy()
         for row in range(self.num_drones):
-            target = self._carrot(row, xy[row])
+            target = self._carrot(row, xy[row], float(headings[row]))
             if target is not None:
                 carrot[row] = torch.from_numpy(target[0]).to(carrot)
                 goal_distance[row] = target[1]
@@ -211,7 +212,7 @@ class FrontierPlanner:
 
     # --- per-drone planning ------------------------------------------------------------------------
 
-    def _carrot(self, row: int, xy: np.ndarray) -> tuple[np.ndarray, float] | None:
+    def _carrot(self, row: int, xy: np.ndarray, yaw: float) -> tuple[np.ndarray, float] | None:
         """(point to fly at, distance to the goal) for drone ``row``, replanning where due; None = idle."""
         plan = self.plans[row]
         plan.age += 1
@@ -219,7 +220,7 @@ class FrontierPlanner:
         plan.still = plan.still + 1 if moved < _STILL_M else 0
         plan.last_xy = xy.copy()
         if self._needs_plan(row, plan, xy):
-            previous, plan = plan, self._plan(row, xy)
+            previous, plan = plan, self._plan(row, xy, yaw)
             plan.last_xy, plan.still = previous.last_xy, previous.still
             if plan.goal is not None and plan.goal == previous.goal:  # same goal: keep the stall watch
                 plan.best_remaining, plan.stalled = previous.best_remaining, previous.stalled
@@ -290,9 +291,9 @@ class FrontierPlanner:
         rows, cols = np.ogrid[r0:r1, c0:c1]
         self.given_up[row, r0:r1, c0:c1] |= (rows - cell[0]) ** 2 + (cols - cell[1]) ** 2 <= radius**2
 
-    def _plan(self, row: int, xy: np.ndarray) -> _Plan:
-        """Search from the drone over its map; path to the best frontier, else (``sweep``) to the
-        nearest safe cell not visited yet, else an idle plan."""
+    def _plan(self, row: int, xy: np.ndarray, yaw: float) -> _Plan:
+        """Search from the drone (heading ``yaw``) over its map; path to the best frontier, else
+        (``sweep``) to the nearest safe cell not visited yet, else an idle plan."""
         t, cell_m = self.tunables, self.cell_m
         grid = self.maps.numpy_grid(row)
         rows, cols = grid_search.known_box(grid, margin=1)
@@ -313,7 +314,7 @@ class FrontierPlanner:
         reach, predecessor = grid_search.shortest_paths(passable, cost, start)
         reach_m = np.where(open_goals, reach * cell_m, np.inf)
         sweep = False
-        goal = self._best_frontier(row, (rows, cols), sub, reach_m)
+        goal = self._best_frontier(row, (rows, cols), sub, reach_m, self._turn_cost(sub.shape, start, yaw))
         if goal is None and t.sweep:
             roomy = distance >= t.sweep_clearance_m  # where the follower's guard lets the drone go
             unvisited = np.where(self.visited[row, rows, cols].cpu().numpy() | ~roomy, np.inf, reach_m)
@@ -326,10 +327,21 @@ class FrontierPlanner:
         full_goal = (goal[0] + rows.start, goal[1] + cols.start)
         return _Plan(path=path, goal=full_goal, sweep=sweep, passable=passable, corner=corner)
 
+    def _turn_cost(self, shape: tuple[int, ...], start: tuple[int, int], yaw: float) -> np.ndarray | float:
+        """[H, W] metres added to each cell's frontier score: ``turn_weight_m`` per radian between the
+        drone's heading ``yaw`` and the bearing from its cell ``start`` (row, column) to that cell."""
+        weight = self.tunables.turn_weight_m
+        if weight == 0.0:
+            return 0.0
+        r, c = np.ogrid[: shape[0], : shape[1]]
+        bearing = np.arctan2(r - start[0], c - start[1])  # rows grow with y, columns with x
+        return weight * np.abs(np.angle(np.exp(1j * (bearing - yaw))))
+
     def _best_frontier(
-        self, row: int, box: tuple[slice, slice], sub: np.ndarray, reach_m: np.ndarray
-    ) -> tuple[int, int] | None:
-        """The reachable frontier of least path cost minus gain (``box`` cell), or None."""
+        self, row: int, box: tuple[slice, slice], sub: np.ndarray, reach_m: np.ndarray,
+        turn: np.ndarray | float = 0.0,
+    ) -> tuple[int, int] | None:  # fmt: skip
+        """The reachable frontier of least path cost minus gain plus ``turn`` (``box`` cell), or None."""
         t = self.tunables
         holes = max(1, round(t.min_unknown_m2 / self.cell_m**2))
         frontier = grid_search.frontier_cells(sub, np.isfinite(reach_m), holes)
@@ -340,7 +352,7 @@ class FrontierPlanner:
         if not frontier.any():
             return None
         gain = grid_search.unknown_gain(sub, max(1, round(t.gain_radius_m / self.cell_m)))
-        return grid_search.argmin_cell(np.where(frontier, reach_m - t.gain_weight * gain, np.inf))
+        return grid_search.argmin_cell(np.where(frontier, reach_m - t.gain_weight * gain + turn, np.inf))
 
     def _escape_cells(self, sub: np.ndarray, start: tuple[int, int]) -> np.ndarray:
         """Free cells within ``inflate_m`` + one cell of the drone: lets a drone that drifted close to a

@@ -51,6 +51,9 @@ class FrontierTunables:
             another pilot's flight (DAgger): a policy that drifted off the start height was otherwise
             labelled "climb back" on most steps, and mapped nothing from outside the slab
             (docs/experiments/2026-12-dagger-during-ppo.md). Use with ``layers=False``.
+        turn_weight_m: a frontier's score also pays this many metres per radian between the drone's
+            heading and the bearing to it, so of two frontiers about as near the drone keeps going the
+            way it faces instead of turning back (docs/experiments/2026-12-planner-turn-cost.md).
     """
 
     map_size_m: float = 80.0
@@ -77,3 +80,4 @@ class FrontierTunables:
     layers: bool = True
     sweep_clearance_m: float = 0.55
     follow_height: bool = False
+    turn_weight_m: float = 0.0
