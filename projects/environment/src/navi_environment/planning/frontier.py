@@ -335,11 +335,12 @@ class FrontierPlanner:
             return 0.0
         r, c = np.ogrid[: shape[0], : shape[1]]
         bearing = np.arctan2(r - start[0], c - start[1])  # rows grow with y, columns with x
-        return weight * np.abs(np.angle(np.exp(1j * (bearing - yaw))))
+        turn = np.remainder(bearing - yaw + math.pi, 2.0 * math.pi) - math.pi  # in [-pi, pi)
+        return weight * np.abs(turn)
 
     def _best_frontier(
         self, row: int, box: tuple[slice, slice], sub: np.ndarray, reach_m: np.ndarray,
-        turn: np.ndarray | float = 0.0,
+        turn: np.ndarray | float,
     ) -> tuple[int, int] | None:  # fmt: skip
         """The reachable frontier of least path cost minus gain plus ``turn`` (``box`` cell), or None."""
         t = self.tunables
