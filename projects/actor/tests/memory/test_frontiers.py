@@ -62,6 +62,25 @@ def test_once_the_first_room_is_flown_the_door_is_the_frontier_in_its_sector(
     torch.testing.assert_close(turned[0, 0], features[4], atol=0.02, rtol=0.0)  # facing the door: ahead
 
 
+def test_a_lintel_seen_from_above_the_door_does_not_close_it_once_the_drone_is_lower() -> None:
+    # the two rooms under a 2 m lintel: from 1.9 m it lies in the slab (the door is shut for that
+    # height), from 1.0 m it does not; the map must open the door again, not keep it shut for good
+    lintel = RoomSpec(**{**TWO_ROOMS.__dict__, "thin_wall_door_top": 2.0})
+    env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(lintel, 64)])
+    cfg = VisitMemoryConfig(source="frontiers")  # by path: a shut door hides the room behind it
+    memory = FrontierMemory(cfg, 1, 64, 16)
+    start = torch.tensor([True])
+    for x, y, z in ((1.5, 1.5, 1.9), (1.5, 4.25, 1.9), (1.5, 7.0, 1.9), (4.5, 1.5, 1.9), (4.5, 7.0, 1.9),
+                    (4.5, 4.25, 1.9), (4.5, 4.25, 1.0)):  # fmt: skip
+        obs = seen_from(env, (x, y, z), math.pi)
+        features = memory.observe(torch.tensor([[x, y, z]]), torch.tensor([math.pi]), start, obs)[0]
+        start = torch.tensor([False])
+        if z > 1.5:
+            high = features
+    assert float(high[:8].max()) == 0.0  # at 1.9 m the lintel shuts the door: nothing left by path
+    assert float(features[4]) > math.exp(-3.5 / cfg.frontier_scale_m)  # at 1.0 m: through it, behind
+
+
 def test_a_room_seen_whole_within_sight_has_no_frontier_even_along_its_walls() -> None:
     env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(SMALL_BOX, 64)])
     features = observed(env, (0.0, 0.0, 1.5), 0.3)
@@ -212,7 +231,10 @@ def test_by_path_a_drone_touching_a_thin_wall_does_not_read_the_room_behind_it()
     col_of = lambda x: int((x - float(grids.origin[0, 0])) // cfg.frontier_cell_m)  # noqa: E731
     row_of = lambda y: int((y - float(grids.origin[0, 1])) // cfg.frontier_cell_m)  # noqa: E731
     grids.grid[0, row_of(-10.0) : row_of(10.0), col_of(-10.0) : col_of(10.0)] = FREE
+    grids.seen_free[0, row_of(-10.0) : row_of(10.0), col_of(-10.0) : col_of(10.0)] = True
     grids.grid[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = OCCUPIED  # the wall, x 1.0-1.5
+    grids.hit_low[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = 1.0  # hit from 1.0 to 2.0 m high
+    grids.hit_high[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = 2.0
     features = memory.features(torch.tensor([[0.9, 0.25, 1.5]]), torch.zeros(1))[0]
     assert float(features[0]) == 0.0  # ahead: the wall, and the room behind it is out of reach
     assert float(features[4]) > 0.0  # behind: the frontiers of the left half, on this side of the wall

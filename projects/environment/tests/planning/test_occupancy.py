@@ -110,3 +110,28 @@ def test_a_drone_at_the_map_edge_maps_its_part_as_a_larger_map_does_and_nothing_
     small, large = maps
     assert (small == OCCUPIED).sum() > 10 and (small == FREE).sum() > 40
     np.testing.assert_array_equal(small, large[14:26, 14:26])
+
+
+def test_a_ceiling_hit_inside_a_high_slab_blocks_that_slab_and_not_a_lower_one() -> None:
+    low_room = RoomSpec(lo=(-3.0, -2.0, 0.0), hi=(3.0, 2.0, 2.0))  # a 2 m ceiling
+    grids = OccupancyGrids(1, AZ, EL, HORIZON, cell_m=0.5, size_m=20.0)
+    high, low = np.array([0.1, 0.2, 1.8]), np.array([0.1, 0.2, 1.0])  # slabs 1.3-2.3 m and 0.5-1.5 m
+    grids.reset(torch.tensor([0]), torch.tensor(high, dtype=torch.float32)[None])
+    flat = torch.arange(grids.size * grids.size)[None]
+    x, y = (c.ravel() for c in cell_centres(grids))
+    inside = (np.abs(x) < 2.2) & (np.abs(y) < 1.2)  # cells under the ceiling, clear of the walls
+    for position in (high, low):
+        pos = torch.tensor(position, dtype=torch.float32)[None]
+        grids.z0.fill_(float(position[2]))  # the slab follows the drone down
+        grids.update(box_observation(low_room, position, 0.0), pos, torch.zeros(1))
+        if position is high:
+            raw = grids.grid.view(-1).clone()
+            assert torch.equal(grids.state_at(flat)[0], raw)  # at one height: the grid itself
+            ceiling = inside & (raw == OCCUPIED).numpy()  # the ceiling, 0.2 m above, is in the slab
+            assert ceiling.sum() > 0.5 * inside.sum()
+    lower = grids.state_at(flat)[0].numpy()
+    assert (grids.grid.view(-1).numpy()[ceiling] == OCCUPIED).all()  # the grid itself stays sticky
+    assert (lower[ceiling] == FREE).all()  # under the ceiling, seen free from 1.0 m
+    walls = (np.abs(x) > 3.0) | (np.abs(y) > 2.0)
+    assert (lower[walls & (grids.grid.view(-1) == OCCUPIED).numpy()] != FREE).all()  # walls stay shut
+    assert ((lower == OCCUPIED) & walls).sum() > 20

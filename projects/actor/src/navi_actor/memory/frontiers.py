@@ -19,7 +19,9 @@ the doorway's sector carries the room behind it, a sector facing a wall reads 0)
 The map is :class:`navi_environment.planning.occupancy.OccupancyGrids`, the planner's own: 2.5D,
 built from the depth rays and the drone's pose only (never the scene), free space marked up to
 ``frontier_sight_m`` as the planner marks it, so a frontier is space the drone has not yet come
-near, the space coverage counts. Its flight slab follows the drone's height. A frontier is a free
+near, the space coverage counts. Its flight slab follows the drone's height, and it is read at that
+height (:meth:`~navi_environment.planning.occupancy.OccupancyGrids.state_at`: a door whose lintel
+was seen from higher up is open again below it). A frontier is a free
 cell with a 4-neighbour in unknown space that is not an isolated hole (at least 5 unknown cells in
 the 3 x 3 block around that neighbour): single cells and small pockets the rays missed amid mapped
 space are not frontiers (6-9 of 16-58 candidate cells in three corpus scenes after 60 random steps).
@@ -105,11 +107,11 @@ class FrontierMemory:
     ) -> torch.Tensor:
         """The features :meth:`observe` would return, leaving the maps as they were."""
         grids = self.grids
-        saved = (grids.grid.clone(), grids.origin.clone(), grids.z0.clone())
+        saved = grids.snapshot()
         try:
             return self.observe(position, yaw, episode_start, obs)
         finally:
-            grids.grid, grids.origin, grids.z0 = saved
+            grids.restore(saved)
 
     def features(self, position: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
         """``[B, F]`` features of the drones at ``position [B, 3]`` heading ``yaw [B]`` (no writes).
@@ -126,7 +128,7 @@ class FrontierMemory:
         inside = (col >= 0) & (col < size) & (row >= 0) & (row < size)
         b = torch.arange(B, device=grids.device)[:, None, None].expand_as(col)
         flat = (b * size + row.clamp(0, size - 1)) * size + col.clamp(0, size - 1)
-        window = torch.where(inside, grids.grid.flatten()[flat], UNKNOWN)  # beyond the map: unknown
+        window = torch.where(inside, grids.state_at(flat), UNKNOWN)  # at the drone's height; beyond: unknown
         frontier = frontier_cells(window)[:, 2:-2, 2:-2]
         known = window[:, 2:-2, 2:-2]
         unknown = known == UNKNOWN

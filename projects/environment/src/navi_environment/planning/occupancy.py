@@ -4,7 +4,7 @@ Each drone keeps a square grid of ``cell_m`` cells centred on where its episode 
 one horizontal *flight slab*: heights within ``slab_half_m`` of the start height ``z0``. A cell is
 
 * ``OCCUPIED`` once a ray hits a surface inside the slab above it (sticky: the sensor is exact, so
-  a hit is never noise), and
+  a hit is never noise; the heights of those hits are kept too, see below), and
 * ``FREE`` once it lies, along its azimuth, nearer than the first in-slab hit and within the range
   up to which some ray of that azimuth stayed inside the slab unobstructed (capped by
   ``max_range_m``).
@@ -15,6 +15,16 @@ an update costs the same for a 32 x 8 test sensor and the 256 x 48 default one. 
 an obstacle that lies only between two elevation bins inside the slab (a thin horizontal beam) can
 be missed at long range; ``max_range_m`` keeps the ranges where the elevation spacing is finer than
 the slab.
+
+A map whose slab follows the drone's height (the policy's frontier memory) reads the grid at the
+drone's current height with :meth:`OccupancyGrids.state_at`: every in-slab hit also widens its cell's
+range of hit heights (``hit_low`` .. ``hit_high``), every cell marked free is also noted as seen free
+(``seen_free``, even where an earlier hit at another height left it occupied), and a cell blocks a
+slab only when its range of hits reaches into it; a cell hit only at other heights and never seen
+free stays unknown (the top of a wall seen from above says nothing of the wall lower down).
+Why: a drone that starts at 1.85 m sees the lintels of 2 m doors inside its slab; the sticky grid
+closes those doors for the rest of the episode, though the drone passes under them once it has
+descended (every door of ``apartment_003``'s first room closed that way from the first step).
 """
 
 from __future__ import annotations
@@ -74,10 +84,16 @@ class OccupancyGrids:
         self.grid = torch.zeros(num_drones, self.size, self.size, dtype=torch.int8, device=self.device)
         self.origin = torch.zeros(num_drones, 2, device=self.device)  # world xy of cell (0, 0)'s corner
         self.z0 = torch.zeros(num_drones, device=self.device)
+        self.hit_low = torch.full_like(self.grid, math.inf, dtype=torch.float32)  # lowest hit, metres
+        self.hit_high = torch.full_like(self.grid, -math.inf, dtype=torch.float32)  # highest hit
+        self.seen_free = torch.zeros_like(self.grid, dtype=torch.bool)  # marked free at some height
 
     def reset(self, rows: torch.Tensor, position: torch.Tensor) -> None:
         """Forget ``rows`` (long [K]) and centre their maps on ``position`` [K, 3] (slab at its z)."""
         self.grid[rows] = UNKNOWN
+        self.hit_low[rows] = math.inf
+        self.hit_high[rows] = -math.inf
+        self.seen_free[rows] = False
         self.origin[rows] = position[:, :2] - 0.5 * self.size * self.cell_m
         self.z0[rows] = position[:, 2]
 
@@ -136,6 +152,7 @@ class OccupancyGrids:
         b, row, col = b[free], row[free], col[free]
         current = self.grid[b, row, col]
         self.grid[b, row, col] = torch.where(current == UNKNOWN, FREE, current).to(torch.int8)
+        self.seen_free[b, row, col] = True
 
     def _mark_hits(
         self, hits: torch.Tensor, depth_share: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor
@@ -143,14 +160,40 @@ class OccupancyGrids:
         """Cells holding an in-slab hit become OCCUPIED. Only the hit rays are placed, each by the same
         float operations as a placement of the whole sensor would use (so the grids are the same)."""
         b, a, e = hits.nonzero(as_tuple=True)
-        horizontal = depth_share[b, a, e] * self.horizon_m * self.cos_el[e]
+        depth = depth_share[b, a, e] * self.horizon_m
+        horizontal = depth * self.cos_el[e]
         angle = yaw[:, None] + self.azimuth[None, :]  # [B, Az]
         x = position[b, 0] + horizontal * torch.cos(angle)[b, a]
         y = position[b, 1] + horizontal * torch.sin(angle)[b, a]
         col = torch.floor((x - self.origin[b, 0]) / self.cell_m).long()
         row = torch.floor((y - self.origin[b, 1]) / self.cell_m).long()
         keep = self._inside(col, row)
-        self.grid[b[keep], row[keep], col[keep]] = OCCUPIED
+        b, row, col = b[keep], row[keep], col[keep]
+        self.grid[b, row, col] = OCCUPIED
+        height = position[b, 2] + depth[keep] * self.sin_el[e[keep]]
+        flat = (b * self.size + row) * self.size + col
+        self.hit_low.view(-1).scatter_reduce_(0, flat, height, reduce="amin")
+        self.hit_high.view(-1).scatter_reduce_(0, flat, height, reduce="amax")
+
+    def snapshot(self) -> tuple[torch.Tensor, ...]:
+        """Copies of everything an update changes, for :meth:`restore`."""
+        layers = (self.grid, self.origin, self.z0, self.hit_low, self.hit_high, self.seen_free)
+        return tuple(t.clone() for t in layers)
+
+    def restore(self, saved: tuple[torch.Tensor, ...]) -> None:
+        """Put back the maps as :meth:`snapshot` copied them."""
+        self.grid, self.origin, self.z0, self.hit_low, self.hit_high, self.seen_free = saved
+
+    def state_at(self, flat: torch.Tensor) -> torch.Tensor:
+        """States of cells ``flat`` (long ``[B, ...]``, row b indexing drone b's cells in ``grid``
+        flattened) in each drone's current slab (``z0`` +- ``slab_half_m``): ``OCCUPIED`` where a hit
+        lies within it, else ``FREE`` where the cell was seen free (at any height), else ``UNKNOWN``.
+        With a fixed slab this is ``grid`` itself."""
+        shape = (-1,) + (1,) * (flat.dim() - 1)
+        top, bottom = (self.z0 + self.slab_half_m).view(shape), (self.z0 - self.slab_half_m).view(shape)
+        blocked = (self.hit_low.view(-1)[flat] <= top) & (self.hit_high.view(-1)[flat] >= bottom)
+        state = torch.where(self.seen_free.view(-1)[flat], FREE, UNKNOWN).to(torch.int8)
+        return torch.where(blocked, OCCUPIED, state).to(torch.int8)
 
     def _inside(self, col: torch.Tensor, row: torch.Tensor) -> torch.Tensor:
         return (col >= 0) & (col < self.size) & (row >= 0) & (row < self.size)

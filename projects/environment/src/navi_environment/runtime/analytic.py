@@ -26,6 +26,7 @@ class RoomSpec:
         thin_wall_x: x of a full-height wall across the room (None: no wall).
         thin_wall_thickness: its thickness, metres.
         thin_wall_gap: (y0, y1) door in the thin wall (None: no door).
+        thin_wall_door_top: height of the door's lintel (None: the door is open to the ceiling).
         pillars: (K,3) rows ``(x, y, radius)`` of vertical cylinders.
     """
 
@@ -34,6 +35,7 @@ class RoomSpec:
     thin_wall_x: float | None = None
     thin_wall_thickness: float = 0.1
     thin_wall_gap: tuple[float, float] | None = None
+    thin_wall_door_top: float | None = None
     pillars: tuple[tuple[float, float, float], ...] = field(default_factory=tuple)
 
     def cube(self, resolution: int) -> tuple[np.ndarray, float]:
@@ -86,7 +88,8 @@ def _box_distance(p: np.ndarray, centre: np.ndarray, half: np.ndarray) -> np.nda
 
 
 def _thin_wall_distance(spec: RoomSpec, p: np.ndarray) -> np.ndarray:
-    """Distance [N] to the thin wall: a slab across the room, minus an optional door."""
+    """Distance [N] to the thin wall: a slab across the room, minus an optional door (under an
+    optional lintel)."""
     assert spec.thin_wall_x is not None
     big = 1.0e3  # the wall runs through the room's walls; only its faces inside the room matter
     half_t = 0.5 * spec.thin_wall_thickness
@@ -97,7 +100,10 @@ def _thin_wall_distance(spec: RoomSpec, p: np.ndarray) -> np.ndarray:
     for ylo, yhi in ((-big, y0), (y1, big)):
         centre = np.array([spec.thin_wall_x, 0.5 * (ylo + yhi), 0.0])
         segments.append(_box_distance(p, centre, np.array([half_t, 0.5 * (yhi - ylo), big])))
-    return np.minimum(segments[0], segments[1])
+    if spec.thin_wall_door_top is not None:
+        centre = np.array([spec.thin_wall_x, 0.5 * (y0 + y1), spec.thin_wall_door_top + big])
+        segments.append(_box_distance(p, centre, np.array([half_t, 0.5 * (y1 - y0), big])))
+    return np.min(np.stack(segments), axis=0)
 
 
 def room_query(spec: RoomSpec, voxel: float) -> SdfQuery:
