@@ -3,6 +3,7 @@ of the depth rays, on exact analytic rooms traced by the real sensor."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -65,7 +66,7 @@ def test_once_the_first_room_is_flown_the_door_is_the_frontier_in_its_sector(
 def test_a_lintel_seen_from_above_the_door_does_not_close_it_once_the_drone_is_lower() -> None:
     # the two rooms under a 2 m lintel: from 1.9 m it lies in the slab (the door is shut for that
     # height), from 1.0 m it does not; the map must open the door again, not keep it shut for good
-    lintel = RoomSpec(**{**TWO_ROOMS.__dict__, "thin_wall_door_top": 2.0})
+    lintel = dataclasses.replace(TWO_ROOMS, thin_wall_door_top=2.0)
     env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(lintel, 64)])
     cfg = VisitMemoryConfig(source="frontiers")  # by path: a shut door hides the room behind it
     memory = FrontierMemory(cfg, 1, 64, 16)

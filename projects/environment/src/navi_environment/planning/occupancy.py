@@ -192,7 +192,7 @@ class OccupancyGrids:
         shape = (-1,) + (1,) * (flat.dim() - 1)
         top, bottom = (self.z0 + self.slab_half_m).view(shape), (self.z0 - self.slab_half_m).view(shape)
         blocked = (self.hit_low.view(-1)[flat] <= top) & (self.hit_high.view(-1)[flat] >= bottom)
-        state = torch.where(self.seen_free.view(-1)[flat], FREE, UNKNOWN).to(torch.int8)
+        state = torch.where(self.seen_free.view(-1)[flat], FREE, UNKNOWN)
         return torch.where(blocked, OCCUPIED, state).to(torch.int8)
 
     def _inside(self, col: torch.Tensor, row: torch.Tensor) -> torch.Tensor:
