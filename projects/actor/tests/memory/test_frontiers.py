@@ -19,6 +19,7 @@ from navi_environment.planning.occupancy import FREE, OCCUPIED, UNKNOWN
 from navi_environment.runtime.analytic import RoomSpec, room_scene
 
 SETTINGS = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=64, elevation_bins=16))
+FULL_SENSOR = EnvironmentSettings(sensor=SensorSettings(azimuth_bins=256, elevation_bins=48))
 FRONTIERS = VisitMemoryConfig(source="frontiers", frontier_distance="straight")
 # Two rooms (6 x 8 m and 4 x 8 m) joined by a 2.5 m door (y 3 to 5.5) in a 0.3 m wall at x = 6.
 TWO_ROOMS = RoomSpec(hi=(10.0, 8.0, 3.0), thin_wall_x=6.0, thin_wall_thickness=0.3, thin_wall_gap=(3.0, 5.5))
@@ -82,9 +83,19 @@ def test_a_lintel_seen_from_above_the_door_does_not_close_it_once_the_drone_is_l
     assert float(features[4]) > math.exp(-3.5 / cfg.frontier_scale_m)  # at 1.0 m: through it, behind
 
 
-def test_a_room_seen_whole_within_sight_has_no_frontier_even_along_its_walls() -> None:
-    env = SdfDagBackend(SETTINGS, 1, scenes=[room_scene(SMALL_BOX, 64)])
-    features = observed(env, (0.0, 0.0, 1.5), 0.3)
+@pytest.mark.parametrize(("settings", "cell_m"), [(SETTINGS, 0.5), (FULL_SENSOR, None)])
+def test_a_room_seen_whole_within_sight_has_no_frontier_even_along_its_walls(
+    settings: EnvironmentSettings, cell_m: float | None
+) -> None:
+    """On the default map with the real sensor, and on 0.5 m cells with a 64 x 16 sensor (whose rays lie
+    0.29 m apart at the 3 m sight: on 0.25 m cells they leave unknown strips along the walls)."""
+    env = SdfDagBackend(settings, 1, scenes=[room_scene(SMALL_BOX, 64)])
+    cfg = FRONTIERS if cell_m is None else FRONTIERS.model_copy(update={"frontier_cell_m": cell_m})
+    memory = FrontierMemory(cfg, 1, settings.sensor.azimuth_bins, settings.sensor.elevation_bins)
+    obs = seen_from(env, (0.0, 0.0, 1.5), 0.3)
+    features = memory.observe(
+        torch.tensor([[0.0, 0.0, 1.5]]), torch.tensor([0.3]), torch.tensor([True]), obs
+    )[0]
     assert float(features[:8].max()) == 0.0  # no strip beside a wall counts
     assert 0.5 < float(features[8]) < 1.0  # most of the 10 m disc lies outside the room: unmapped
 
@@ -181,26 +192,37 @@ def test_an_unknown_hole_inside_mapped_space_is_not_a_frontier_but_unknown_space
     assert int(frontier_cells(grid)[0, 11:29, 11:29].sum()) == 4
 
 
+@pytest.mark.parametrize(("settings", "cell_m"), [(SETTINGS, 0.5), (FULL_SENSOR, None)])
 def test_by_path_a_frontier_behind_a_wall_does_not_count_and_the_door_sector_leads_to_it(
-    two_rooms: SdfDagBackend,
+    settings: EnvironmentSettings, cell_m: float | None
 ) -> None:
     """Room 1 swept, a look into room 2 through the door (its lower and upper strips stay beyond
     sight: frontiers), then back to room 1's lower edge, the wall 1.35 m ahead (+x) and the door up
-    to the left (bearing 64 degrees: between sectors 1 and 2)."""
+    to the left (bearing 64 degrees: between sectors 1 and 2). On the default map with the real
+    sensor, and on 0.5 m cells with a 64 x 16 sensor."""
+    env = SdfDagBackend(settings, 1, scenes=[room_scene(TWO_ROOMS, 64)])
+    bins = (settings.sensor.azimuth_bins, settings.sensor.elevation_bins)
+    cells = {} if cell_m is None else {"frontier_cell_m": cell_m}
     room_1 = ((1.5, 1.5), (1.5, 4.25), (1.5, 7.0), (4.5, 1.5), (4.5, 7.0), (4.5, 4.25))
     flight = (*room_1, (8.0, 4.25), (4.5, 1.2))
     read = {}
     for distance in ("straight", "path"):
-        memory = FrontierMemory(VisitMemoryConfig(source="frontiers", frontier_distance=distance), 1, 64, 16)
+        memory = FrontierMemory(
+            VisitMemoryConfig(source="frontiers", frontier_distance=distance, **cells), 1, *bins
+        )
         start = torch.tensor([True])
         for x, y in flight:
-            obs = seen_from(two_rooms, (x, y, 1.5), 0.0)
+            obs = seen_from(env, (x, y, 1.5), 0.0)
             features = memory.observe(torch.tensor([[x, y, 1.5]]), torch.zeros(1), start, obs)[0]
             start = torch.tensor([False])
         read[distance] = features
     assert float(read["straight"][0]) > 0.3  # the straight line runs through the wall into room 2
     by_path = read["path"]
-    assert float(by_path[0]) == 0.0 and int(by_path[:8].argmax()) in (1, 2)  # the door: 45-90 degrees
+    assert int(by_path[:8].argmax()) in (1, 2)  # the door: 45-90 degrees
+    if cell_m == 0.5:  # the cells before the wall lie inside the ring's first metre: no way out ahead
+        assert float(by_path[0]) == 0.0
+    else:  # 0.25 m cells: a way out ahead, 1.1 m on, then round through the door; never through the wall
+        assert 0.0 < float(by_path[0]) < float(by_path[1]) and float(by_path[0]) < float(read["straight"][0])
     assert 0.0 < float(by_path[1]) < float(read["straight"][0])  # the way round through the door is longer
 
 
@@ -221,8 +243,33 @@ def test_grid_path_lengths_go_round_walls_diagonals_cost_root_two_and_stop_at_ma
     assert float(grid_path_lengths(start, passable, 100)[0, 4, 3]) == pytest.approx(1.5)
 
 
+@pytest.mark.parametrize("door_shift", [0.0, 0.05, 0.25, 0.5])
+def test_a_one_metre_door_stays_open_on_the_default_map_wherever_the_grid_cells_fall(
+    door_shift: float,
+) -> None:
+    """Room 1 swept at the real sensor's resolution, then the drone beside a 1 m door under a 2 m lintel
+    in a 0.2 m wall: the door is the way on. Hits on the door's jambs land inside the doorway, so on
+    0.5 m cells a door whose edges meet the grid's (shifts 0, 0.05 and 0.5 m here) was shut."""
+    gap = (3.0 + door_shift, 4.0 + door_shift)
+    spec = RoomSpec(
+        hi=(10.0, 8.0, 3.0),
+        thin_wall_x=6.0,
+        thin_wall_thickness=0.2,
+        thin_wall_gap=gap,
+        thin_wall_door_top=2.0,
+    )
+    env = SdfDagBackend(FULL_SENSOR, 1, scenes=[room_scene(spec, 64)])
+    memory = FrontierMemory(VisitMemoryConfig(source="frontiers"), 1, 256, 48)
+    start = torch.tensor([True])
+    for x, y in ((1.5, 1.5), (1.5, 4.25), (1.5, 7.0), (4.5, 1.5), (4.5, 7.0), (4.5, gap[0] + 0.5)):
+        obs = seen_from(env, (x, y, 1.5), math.pi)
+        features = memory.observe(torch.tensor([[x, y, 1.5]]), torch.tensor([math.pi]), start, obs)[0]
+        start = torch.tensor([False])
+    assert int(features[:8].argmax()) == 4 and float(features[4]) > 0.3  # behind the drone: the door
+
+
 def test_by_path_a_drone_touching_a_thin_wall_does_not_read_the_room_behind_it() -> None:
-    """A map drawn by hand: a 20 m square mapped free, split by a one-cell wall at x 1.0-1.5 m; the
+    """A map drawn by hand: a 20 m square mapped free, split by a one-cell wall from x 1.0 m; the
     drone 0.1 m from the wall faces it. The wall's cell lies within one cell of the drone, but paths
     never cross it: the sector facing the wall reads 0, the sector behind the drone its frontier."""
     cfg = VisitMemoryConfig(source="frontiers", frontier_distance="path")
@@ -233,7 +280,7 @@ def test_by_path_a_drone_touching_a_thin_wall_does_not_read_the_room_behind_it()
     row_of = lambda y: int((y - float(grids.origin[0, 1])) // cfg.frontier_cell_m)  # noqa: E731
     grids.grid[0, row_of(-10.0) : row_of(10.0), col_of(-10.0) : col_of(10.0)] = FREE
     grids.seen_free[0, row_of(-10.0) : row_of(10.0), col_of(-10.0) : col_of(10.0)] = True
-    grids.grid[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = OCCUPIED  # the wall, x 1.0-1.5
+    grids.grid[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = OCCUPIED  # the wall, one cell from x 1.0
     grids.hit_low[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = 1.0  # hit from 1.0 to 2.0 m high
     grids.hit_high[0, row_of(-10.0) : row_of(10.0), col_of(1.0)] = 2.0
     features = memory.features(torch.tensor([[0.9, 0.25, 1.5]]), torch.zeros(1))[0]

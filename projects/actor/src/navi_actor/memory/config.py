@@ -62,7 +62,12 @@ class VisitMemoryConfig(BaseModel):
         description="Positions at which a feature reaches 1 - 1/e (feature 1 - exp(-n / this)).",
     )
 
-    frontier_cell_m: float = Field(default=0.5, gt=0, description="Cell edge of the frontier map, metres.")
+    frontier_cell_m: float = Field(
+        default=0.25,
+        gt=0,
+        description="Cell edge of the frontier map, metres (the frontier planner's 0.25 m): a cell with any "
+        "hit is occupied, so a 1 m door on 0.5 m cells is shut wherever its edges meet the grid's.",
+    )
     frontier_sight_m: float = Field(
         default=3.0,
         gt=0,
