@@ -259,7 +259,10 @@ def test_a_one_metre_door_stays_open_on_the_default_map_wherever_the_grid_cells_
         thin_wall_door_top=2.0,
     )
     env = SdfDagBackend(FULL_SENSOR, 1, scenes=[room_scene(spec, 64)])
-    memory = FrontierMemory(VisitMemoryConfig(source="frontiers"), 1, 256, 48)
+    sensor = FULL_SENSOR.sensor
+    memory = FrontierMemory(
+        VisitMemoryConfig(source="frontiers"), 1, sensor.azimuth_bins, sensor.elevation_bins
+    )
     start = torch.tensor([True])
     for x, y in ((1.5, 1.5), (1.5, 4.25), (1.5, 7.0), (4.5, 1.5), (4.5, 7.0), (4.5, gap[0] + 0.5)):
         obs = seen_from(env, (x, y, 1.5), math.pi)
