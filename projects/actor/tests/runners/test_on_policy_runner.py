@@ -14,6 +14,8 @@ import torch
 
 from navi_actor.checkpoints import CheckpointError, load_checkpoint
 from navi_actor.config import ActorSettings
+from navi_actor.memory.frontiers import ray_gap_m
+from navi_actor.models.config import PolicyConfig
 from navi_actor.registry import ModelRegistry
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
@@ -238,3 +240,22 @@ def test_total_steps_short_of_a_whole_rollout_says_how_many_it_trains(tmp_path: 
     ) in notes
     steps, notes = trained(64, tmp_path / "b")
     assert steps == 64 and not any("whole number of rollouts" in note for note in notes)
+
+
+@pytest.mark.parametrize(("cell_m", "warned"), [(0.25, True), (2.0, False)])
+def test_a_frontier_map_finer_than_the_gap_between_rays_is_warned_about(
+    tmp_path: Path, cell_m: float, warned: bool
+) -> None:
+    visits = {"source": "frontiers", "frontier_cell_m": cell_m}  # 16 azimuth rays: 1.18 m apart at 3 m
+    summary = runner(settings(policy={"visit_input": True, "visits": visits}), tmp_path).run_training()
+    lines = (summary.run_dir / "logs" / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    found = [event for event in events if event["event"] == "actor.train.frontier_map_finer_than_rays"]
+    assert events[0]["event"] == "actor.train.started"
+    if warned:
+        assert len(found) == 1 and found[0]["ray_gap_m"] == pytest.approx(2 * math.pi * 3.0 / 16, abs=1e-3)
+        assert found[0]["frontier_cell_m"] == cell_m and found[0]["azimuth_bins"] == 16
+    else:
+        assert not found
+    defaults = PolicyConfig()  # the real sensor on the default map: no warning
+    assert ray_gap_m(defaults.visits.frontier_sight_m, defaults.azimuth) <= defaults.visits.frontier_cell_m

@@ -196,6 +196,13 @@ def frontier_path_lengths(
     return torch.where(ring, from_drone + to_frontier * cell_m, math.inf)
 
 
+def ray_gap_m(sight_m: float, azimuth_bins: int) -> float:
+    """Arc between neighbouring azimuth rays at ``sight_m``: where it exceeds the map's cell, cells
+    between the rays near the sight's edge are never marked free and read as frontiers beside every
+    wall (a 64-azimuth sensor on 0.25 m cells: 0.29 m)."""
+    return 2 * math.pi * sight_m / azimuth_bins
+
+
 def new_visit_reader(
     cfg: VisitMemoryConfig,
     num_drones: int,

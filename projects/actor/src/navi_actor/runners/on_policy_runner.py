@@ -27,6 +27,7 @@ from navi_actor.checkpoints import (
     checkpoint_path,
 )
 from navi_actor.config import ActorSettings
+from navi_actor.memory.frontiers import ray_gap_m
 from navi_actor.registry import ModelRegistry, RegistryEntry
 from navi_actor.runners.console import ProgressSink, as_sink
 from navi_actor.runners.env_factory import BuiltEnvironment
@@ -160,6 +161,7 @@ class OnPolicyRunner:
             self._note(f"run {self.run.run_id}: {self.state.start_description}")
             self._note(f"run folder {self.run.path} (logs/events.jsonl holds the structured log)")
             self._note_whole_rollouts()
+            self._warn_rays_sparser_than_map()
             try:
                 return self._train()
             finally:
@@ -183,6 +185,24 @@ class OnPolicyRunner:
             f"{self.source.columns} drones = {per_rollout:,}): training stops after "
             f"{math.ceil(total / per_rollout) * per_rollout:,} steps"
         )
+
+    def _warn_rays_sparser_than_map(self) -> None:
+        """Warn when the policy reads a frontier map whose cells are finer than the gap between the
+        sensor's rays at the map's sight: the unknown cells between rays then read as frontiers
+        beside every wall, and the policy learns from false ones. A user who shrinks the sensor
+        wants ``visits.frontier_cell_m`` at least that gap."""
+        cfg = self.state.policy_config
+        if not cfg.visit_input or cfg.visits.source != "frontiers":
+            return
+        gap = ray_gap_m(cfg.visits.frontier_sight_m, cfg.azimuth)
+        if gap > cfg.visits.frontier_cell_m:
+            log.warning(
+                "actor.train.frontier_map_finer_than_rays",
+                frontier_cell_m=cfg.visits.frontier_cell_m,
+                ray_gap_m=round(gap, 3),
+                azimuth_bins=cfg.azimuth,
+                advice="set NAVI_ACTOR_POLICY__VISITS__FRONTIER_CELL_M to at least ray_gap_m",
+            )
 
     def _note(self, text: str) -> None:
         if self.progress is not None:
