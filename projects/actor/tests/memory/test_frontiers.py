@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from navi_actor.memory import VisitMemoryConfig
-from navi_actor.memory.frontiers import FrontierMemory, frontier_cells, new_visit_reader
+from navi_actor.memory.frontiers import (
+    FrontierMemory,
+    _frontier_cells_torch,
+    frontier_cells,
+    new_visit_reader,
+)
 from navi_actor.memory.grid_paths import grid_path_lengths
 from navi_actor.memory.visits import VisitMemory, mirror_visit_features
 from navi_environment.backend import SdfDagBackend
@@ -289,3 +294,18 @@ def test_by_path_a_drone_touching_a_thin_wall_does_not_read_the_room_behind_it()
     features = memory.features(torch.tensor([[0.9, 0.25, 1.5]]), torch.zeros(1))[0]
     assert float(features[0]) == 0.0  # ahead: the wall, and the room behind it is out of reach
     assert float(features[4]) > 0.0  # behind: the frontiers of the left half, on this side of the wall
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_frontier_test_kernel_finds_the_cells_its_torch_reference_finds(seed: int) -> None:
+    """Random maps of blobs (holes, pockets and open space, touching the edges): the numba kernel
+    used on CPU and the pooled torch reference used elsewhere mark exactly the same cells."""
+    generator = torch.Generator().manual_seed(seed)
+    coarse = torch.randint(0, 3, (3, 1, 9, 11), generator=generator).float()
+    grid = torch.nn.functional.interpolate(coarse, size=(37, 41), mode="nearest")[:, 0].to(torch.int8)
+    speckle = torch.rand(grid.shape, generator=generator) < 0.08
+    grid = torch.where(speckle, UNKNOWN, grid).to(torch.int8)  # single holes amid mapped space
+    ours, theirs = frontier_cells(grid), _frontier_cells_torch(grid)
+    assert ours.dtype == theirs.dtype == torch.bool
+    assert torch.equal(ours, theirs)
+    assert 0 < int(ours.sum()) < int((grid == FREE).sum())

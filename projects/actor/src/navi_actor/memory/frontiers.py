@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as nnf
+from numba import njit
 
 from navi_actor.memory.config import VisitMemoryConfig
 from navi_actor.memory.grid_paths import shortest_path_lengths
@@ -74,8 +76,9 @@ class FrontierMemory:
             num_drones, azimuth_bins, elevation_bins, cfg.horizon_m, cell_m=cfg.frontier_cell_m,
             size_m=MAP_M, slab_half_m=SLAB_HALF_M, max_range_m=cfg.frontier_sight_m, device=device,
         )  # fmt: skip
-        reach = math.ceil(cfg.frontier_radius_m / cfg.frontier_cell_m) + 2  # + the frontier test's margin
-        offsets = torch.arange(-reach, reach + 1, device=self.grids.device)
+        # the window read: the radius and the 2 cells beyond it the frontier test looks at
+        self.reach = math.ceil(cfg.frontier_radius_m / cfg.frontier_cell_m) + 2
+        offsets = torch.arange(-self.reach, self.reach + 1, device=self.grids.device)
         self.window_dy, self.window_dx = torch.meshgrid(offsets, offsets, indexing="ij")  # [W, W]
 
     def observe(
@@ -121,14 +124,11 @@ class FrontierMemory:
         tenth of the work of testing the whole map.
         """
         cfg, grids = self.cfg, self.grids
-        B, size = grids.grid.shape[0], grids.size
+        B = grids.grid.shape[0]
         here = grids.cell_of(position[:, :2])  # [B, 2] (column, row)
         col = here[:, 0, None, None] + self.window_dx  # [B, W, W]
         row = here[:, 1, None, None] + self.window_dy
-        inside = (col >= 0) & (col < size) & (row >= 0) & (row < size)
-        b = torch.arange(B, device=grids.device)[:, None, None].expand_as(col)
-        flat = (b * size + row.clamp(0, size - 1)) * size + col.clamp(0, size - 1)
-        window = torch.where(inside, grids.state_at(flat), UNKNOWN)  # at the drone's height; beyond: unknown
+        window = grids.window(here, self.reach)  # at the drone's height; beyond the map: unknown
         frontier = frontier_cells(window)[:, 2:-2, 2:-2]
         known = window[:, 2:-2, 2:-2]
         unknown = known == UNKNOWN
@@ -162,13 +162,45 @@ class FrontierMemory:
 def frontier_cells(grid: torch.Tensor) -> torch.Tensor:
     """``[B, H, W]`` bool of occupancy grids ``[B, H, W]``: free cells with a 4-neighbour in unknown
     space that is not an isolated hole (a neighbour with at least ``HOLE_CELLS`` unknown cells in its
-    3 x 3 block; cells beyond the edge do not count)."""
+    3 x 3 block; cells beyond the edge do not count). CPU grids go through a numba kernel that counts
+    the same cells (integers: the two agree exactly; ``test_frontiers.py`` binds them)."""
+    if grid.device.type == "cpu":
+        out = torch.empty(grid.shape, dtype=torch.bool)
+        _frontier_cells_kernel(grid.contiguous().numpy(), HOLE_CELLS, out.numpy())
+        return out
+    return _frontier_cells_torch(grid)
+
+
+def _frontier_cells_torch(grid: torch.Tensor) -> torch.Tensor:
     unknown = (grid == UNKNOWN).float()[:, None]  # [B, 1, H, W]
     block = nnf.avg_pool2d(unknown, 3, stride=1, padding=1, count_include_pad=True) * 9.0
     region = (unknown > 0) & (block >= HOLE_CELLS - 0.5)
     cross = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], device=grid.device)
     near = nnf.conv2d(region.float(), cross.view(1, 1, 3, 3), padding=1)[:, 0] > 0
     return (grid == FREE) & near
+
+
+@njit(cache=True, nogil=True)
+def _frontier_cells_kernel(grid, hole_cells, out):  # type: ignore[no-untyped-def]  # bound by the test
+    batch, height, width = grid.shape
+    region = np.zeros((height, width), dtype=np.bool_)
+    for b in range(batch):
+        for r in range(height):
+            for c in range(width):
+                count = 0
+                for rr in range(max(r - 1, 0), min(r + 2, height)):
+                    for cc in range(max(c - 1, 0), min(c + 2, width)):
+                        count += grid[b, rr, cc] == UNKNOWN
+                region[r, c] = grid[b, r, c] == UNKNOWN and count >= hole_cells
+        for r in range(height):
+            for c in range(width):
+                near = (
+                    (r > 0 and region[r - 1, c])
+                    or (r + 1 < height and region[r + 1, c])
+                    or (c > 0 and region[r, c - 1])
+                    or (c + 1 < width and region[r, c + 1])
+                )
+                out[b, r, c] = grid[b, r, c] == FREE and near
 
 
 def frontier_path_lengths(

@@ -34,9 +34,17 @@ import math
 import numpy as np
 import torch
 
+from navi_environment.planning.occupancy_writes import (
+    FREE,
+    OCCUPIED,
+    UNKNOWN,
+    mark_free_cells,
+    place_hits,
+    slab_window,
+)
 from navi_environment.tracer import sensor_directions
 
-UNKNOWN, FREE, OCCUPIED = 0, 1, 2
+__all__ = ["FREE", "OCCUPIED", "UNKNOWN", "OccupancyGrids"]
 
 
 class OccupancyGrids:
@@ -148,32 +156,18 @@ class OccupancyGrids:
         in_slab = ((position[:, 2] - self.z0).abs() < self.slab_half_m)[:, None, None]
         own = (col == here[:, 0, None, None]) & (row == here[:, 1, None, None]) & in_slab
         free = ((rho < limit) | own) & self._inside(col, row)
-        b = torch.arange(free.shape[0], device=self.device)[:, None, None].expand_as(free)
-        b, row, col = b[free], row[free], col[free]
-        current = self.grid[b, row, col]
-        self.grid[b, row, col] = torch.where(current == UNKNOWN, FREE, current).to(torch.int8)
-        self.seen_free[b, row, col] = True
+        mark_free_cells(self.grid, self.seen_free, free, row, col)
 
     def _mark_hits(
         self, hits: torch.Tensor, depth_share: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor
     ) -> None:
-        """Cells holding an in-slab hit become OCCUPIED. Only the hit rays are placed, each by the same
-        float operations as a placement of the whole sensor would use (so the grids are the same)."""
-        b, a, e = hits.nonzero(as_tuple=True)
-        depth = depth_share[b, a, e] * self.horizon_m
-        horizontal = depth * self.cos_el[e]
+        """Cells holding an in-slab hit become OCCUPIED and widen their range of hit heights."""
         angle = yaw[:, None] + self.azimuth[None, :]  # [B, Az]
-        x = position[b, 0] + horizontal * torch.cos(angle)[b, a]
-        y = position[b, 1] + horizontal * torch.sin(angle)[b, a]
-        col = torch.floor((x - self.origin[b, 0]) / self.cell_m).long()
-        row = torch.floor((y - self.origin[b, 1]) / self.cell_m).long()
-        keep = self._inside(col, row)
-        b, row, col = b[keep], row[keep], col[keep]
-        self.grid[b, row, col] = OCCUPIED
-        height = position[b, 2] + depth[keep] * self.sin_el[e[keep]]
-        flat = (b * self.size + row) * self.size + col
-        self.hit_low.view(-1).scatter_reduce_(0, flat, height, reduce="amin")
-        self.hit_high.view(-1).scatter_reduce_(0, flat, height, reduce="amax")
+        place_hits(
+            (self.grid, self.hit_low, self.hit_high), hits, depth_share, position=position.contiguous(),
+            origin=self.origin, cos_az=torch.cos(angle), sin_az=torch.sin(angle), cos_el=self.cos_el,
+            sin_el=self.sin_el, horizon_m=self.horizon_m, cell_m=self.cell_m,
+        )  # fmt: skip
 
     def snapshot(self) -> tuple[torch.Tensor, ...]:
         """Copies of everything an update changes, for :meth:`restore`."""
@@ -194,6 +188,13 @@ class OccupancyGrids:
         blocked = (self.hit_low.view(-1)[flat] <= top) & (self.hit_high.view(-1)[flat] >= bottom)
         state = torch.where(self.seen_free.view(-1)[flat], FREE, UNKNOWN)
         return torch.where(blocked, OCCUPIED, state).to(torch.int8)
+
+    def window(self, here: torch.Tensor, reach: int) -> torch.Tensor:
+        """``[B, W, W]`` int8 states (:meth:`state_at`, ``W = 2 reach + 1``) of the cells within
+        ``reach`` cells of ``here`` [B, 2] (column, row), UNKNOWN beyond the map's edge."""
+        top, bottom = self.z0 + self.slab_half_m, self.z0 - self.slab_half_m
+        layers = (self.hit_low, self.hit_high, self.seen_free)
+        return slab_window(layers, top=top, bottom=bottom, here=here, reach=reach)
 
     def _inside(self, col: torch.Tensor, row: torch.Tensor) -> torch.Tensor:
         return (col >= 0) & (col < self.size) & (row >= 0) & (row < self.size)
