@@ -81,7 +81,7 @@ def test_reading_a_window_at_the_drones_height_matches_the_torch_reference(seed:
     z0 = torch.from_numpy(rng.uniform(0.5, 2.5, B).astype(np.float32))
     top, bottom = z0 + 0.5, z0 - 0.5
     ours = writes.slab_window((low, high, seen), top=top, bottom=bottom, here=here, reach=6)
-    theirs = writes._slab_window_torch((low, high, seen), top, bottom, here, 6)
+    theirs = writes._slab_window_torch((low, high, seen), (top, bottom), here, 6)
     assert ours.dtype == theirs.dtype == torch.int8
     assert torch.equal(ours, theirs)
     assert len(torch.unique(ours)) == 3  # every state read somewhere

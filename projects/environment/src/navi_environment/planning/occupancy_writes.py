@@ -167,17 +167,17 @@ def slab_window(
             here.numpy(), reach, out.numpy(),
         )  # fmt: skip
         return out
-    return _slab_window_torch(layers, top, bottom, here, reach)
+    return _slab_window_torch(layers, (top, bottom), here, reach)
 
 
 def _slab_window_torch(
     layers: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    top: torch.Tensor,
-    bottom: torch.Tensor,
+    slab: tuple[torch.Tensor, torch.Tensor],
     here: torch.Tensor,
     reach: int,
 ) -> torch.Tensor:
     hit_low, hit_high, seen_free = layers
+    top, bottom = slab
     batch, size = hit_low.shape[0], hit_low.shape[-1]
     offsets = torch.arange(-reach, reach + 1, device=hit_low.device)
     dy, dx = torch.meshgrid(offsets, offsets, indexing="ij")
