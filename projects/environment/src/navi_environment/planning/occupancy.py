@@ -161,10 +161,12 @@ class OccupancyGrids:
     def _mark_hits(
         self, hits: torch.Tensor, depth_share: torch.Tensor, position: torch.Tensor, yaw: torch.Tensor
     ) -> None:
-        """Cells holding an in-slab hit become OCCUPIED and widen their range of hit heights."""
-        angle = yaw[:, None] + self.azimuth[None, :]  # [B, Az]
+        """Cells holding an in-slab hit become OCCUPIED and widen their range of hit heights (in
+        float32 whatever the caller's dtypes, so that the CPU kernel and torch place hits alike)."""
+        angle = yaw[:, None].float() + self.azimuth[None, :]  # [B, Az]
+        position, depth_share = position.float().contiguous(), depth_share.float()
         place_hits(
-            (self.grid, self.hit_low, self.hit_high), hits, depth_share, position=position.contiguous(),
+            (self.grid, self.hit_low, self.hit_high), hits, depth_share, position=position,
             origin=self.origin, cos_az=torch.cos(angle), sin_az=torch.sin(angle), cos_el=self.cos_el,
             sin_el=self.sin_el, horizon_m=self.horizon_m, cell_m=self.cell_m,
         )  # fmt: skip
