@@ -126,3 +126,30 @@ def test_cloning_replays_the_training_and_held_out_episodes_once_whatever_the_ep
     assert replays == [64, 16]  # the training frames, then the held-out episode, once each
     holdout = data.select_episodes(torch.tensor([0]))
     assert history.kept_holdout_mse == trainer.sequence_mse(policy, holdout, 2, 8)  # the same as afresh
+
+
+@pytest.mark.parametrize(("cell_m", "warned"), [(0.25, True), (2.0, False)])
+def test_cloning_a_frontier_map_finer_than_the_gap_between_rays_is_warned_about(
+    tmp_path: Path, cell_m: float, warned: bool
+) -> None:
+    """As training does: 16 azimuth rays lie 1.18 m apart at the map's 3 m sight."""
+    from navi_actor.bc.pretrain import run_pretrain
+
+    folder = tmp_path / "demos"
+    folder.mkdir()
+    posed_demo(folder / "a.npz", 48, 16)
+    posed_demo(folder / "b.npz", 16, 16, seed=1)
+    sizes = {"azimuth": 16, "elevation": 8, "embed_dim": 32, "vit_dim": 32, "vit_layers": 1}
+    visits = VisitMemoryConfig(source="frontiers", frontier_cell_m=cell_m)
+    policy_config = PolicyConfig(temporal_core="gru", visit_input=True, visits=visits, **sizes)  # type: ignore[arg-type]
+    bc = BCConfig(epochs=1, sequence_length=8, streams=2)
+    result = run_pretrain(bc, policy_config, demonstrations=folder, runs_root=tmp_path / "runs")
+    lines = (result.checkpoint.parent.parent / "logs" / "events.jsonl").read_text().splitlines()
+    found = [json.loads(line) for line in lines if "frontier_map_finer_than_rays" in line]
+    if warned:
+        assert [event["event"] for event in found] == ["actor.bc.frontier_map_finer_than_rays"]
+        assert (
+            found[0]["ray_gap_m"] == pytest.approx(1.178, abs=1e-3) and found[0]["frontier_cell_m"] == cell_m
+        )
+    else:
+        assert not found

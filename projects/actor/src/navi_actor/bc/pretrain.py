@@ -26,6 +26,7 @@ from navi_actor.checkpoints import (
     load_checkpoint,
     save_checkpoint,
 )
+from navi_actor.memory.frontiers import map_finer_than_rays
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.run_folder import RunFolder, new_run_id
 
@@ -119,6 +120,9 @@ def run_pretrain(
             files=len(files),
             run=run.run_id,
         )
+        warning = map_finer_than_rays(policy.cfg)
+        if warning is not None:
+            log.warning("actor.bc.frontier_map_finer_than_rays", **warning)
         history = train_bc(policy, train, holdout, config, generator, on_epoch=on_epoch)
         for epoch, nll in enumerate(history.train_nll):
             run.append_metrics({

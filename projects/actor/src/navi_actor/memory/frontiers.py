@@ -35,6 +35,7 @@ drones as ``[B, N, N]`` tensors; not trained, not checkpointed.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -233,6 +234,26 @@ def ray_gap_m(sight_m: float, azimuth_bins: int) -> float:
     between the rays near the sight's edge are never marked free and read as frontiers beside every
     wall (a 64-azimuth sensor on 0.25 m cells: 0.29 m)."""
     return 2 * math.pi * sight_m / azimuth_bins
+
+
+def map_finer_than_rays(policy_cfg: Any) -> dict[str, Any] | None:
+    """The fields of a warning when a policy (its ``PolicyConfig``) reads a frontier map whose cells
+    are finer than :func:`ray_gap_m` at the map's sight, else None. Why: the unknown cells between
+    rays then read as frontiers beside every wall, and the policy learns from false ones; a user who
+    shrinks the sensor wants ``visits.frontier_cell_m`` at least that gap. Training and cloning
+    both log it once at their start."""
+    visits = policy_cfg.visits
+    if not policy_cfg.visit_input or visits.source != "frontiers":
+        return None
+    gap = ray_gap_m(visits.frontier_sight_m, policy_cfg.azimuth)
+    if gap <= visits.frontier_cell_m:
+        return None
+    return {
+        "frontier_cell_m": visits.frontier_cell_m,
+        "ray_gap_m": round(gap, 3),
+        "azimuth_bins": policy_cfg.azimuth,
+        "advice": "set NAVI_ACTOR_POLICY__VISITS__FRONTIER_CELL_M to at least ray_gap_m",
+    }
 
 
 def new_visit_reader(

@@ -27,7 +27,7 @@ from navi_actor.checkpoints import (
     checkpoint_path,
 )
 from navi_actor.config import ActorSettings
-from navi_actor.memory.frontiers import ray_gap_m
+from navi_actor.memory.frontiers import map_finer_than_rays
 from navi_actor.registry import ModelRegistry, RegistryEntry
 from navi_actor.runners.console import ProgressSink, as_sink
 from navi_actor.runners.env_factory import BuiltEnvironment
@@ -187,22 +187,11 @@ class OnPolicyRunner:
         )
 
     def _warn_rays_sparser_than_map(self) -> None:
-        """Warn when the policy reads a frontier map whose cells are finer than the gap between the
-        sensor's rays at the map's sight: the unknown cells between rays then read as frontiers
-        beside every wall, and the policy learns from false ones. A user who shrinks the sensor
-        wants ``visits.frontier_cell_m`` at least that gap."""
-        cfg = self.state.policy_config
-        if not cfg.visit_input or cfg.visits.source != "frontiers":
-            return
-        gap = ray_gap_m(cfg.visits.frontier_sight_m, cfg.azimuth)
-        if gap > cfg.visits.frontier_cell_m:
-            log.warning(
-                "actor.train.frontier_map_finer_than_rays",
-                frontier_cell_m=cfg.visits.frontier_cell_m,
-                ray_gap_m=round(gap, 3),
-                azimuth_bins=cfg.azimuth,
-                advice="set NAVI_ACTOR_POLICY__VISITS__FRONTIER_CELL_M to at least ray_gap_m",
-            )
+        """Warn once when the policy reads a frontier map finer than its sensor's rays
+        (:func:`~navi_actor.memory.frontiers.map_finer_than_rays`)."""
+        warning = map_finer_than_rays(self.state.policy_config)
+        if warning is not None:
+            log.warning("actor.train.frontier_map_finer_than_rays", **warning)
 
     def _note(self, text: str) -> None:
         if self.progress is not None:
