@@ -40,6 +40,7 @@ from navi_environment.planning.occupancy_writes import (
     UNKNOWN,
     mark_free_cells,
     place_hits,
+    slab_states,
     slab_window,
 )
 from navi_environment.tracer import sensor_directions
@@ -187,9 +188,7 @@ class OccupancyGrids:
         With a fixed slab this is ``grid`` itself."""
         shape = (-1,) + (1,) * (flat.dim() - 1)
         top, bottom = (self.z0 + self.slab_half_m).view(shape), (self.z0 - self.slab_half_m).view(shape)
-        blocked = (self.hit_low.view(-1)[flat] <= top) & (self.hit_high.view(-1)[flat] >= bottom)
-        state = torch.where(self.seen_free.view(-1)[flat], FREE, UNKNOWN)
-        return torch.where(blocked, OCCUPIED, state).to(torch.int8)
+        return slab_states((self.hit_low, self.hit_high, self.seen_free), (top, bottom), flat)
 
     def window(self, here: torch.Tensor, reach: int) -> torch.Tensor:
         """``[B, W, W]`` int8 states (:meth:`state_at`, ``W = 2 reach + 1``) of the cells within

@@ -176,7 +176,7 @@ def _slab_window_torch(
     here: torch.Tensor,
     reach: int,
 ) -> torch.Tensor:
-    hit_low, hit_high, seen_free = layers
+    hit_low = layers[0]
     top, bottom = slab
     batch, size = hit_low.shape[0], hit_low.shape[-1]
     offsets = torch.arange(-reach, reach + 1, device=hit_low.device)
@@ -186,11 +186,24 @@ def _slab_window_torch(
     inside = (col >= 0) & (col < size) & (row >= 0) & (row < size)
     b = torch.arange(batch, device=hit_low.device)[:, None, None]
     flat = (b * size + row.clamp(0, size - 1)) * size + col.clamp(0, size - 1)
-    low, high = hit_low.view(-1)[flat], hit_high.view(-1)[flat]
-    blocked = (low <= top[:, None, None]) & (high >= bottom[:, None, None])
-    state = torch.where(seen_free.view(-1)[flat], FREE, UNKNOWN)
-    state = torch.where(blocked, OCCUPIED, state)
+    state = slab_states(layers, (top[:, None, None], bottom[:, None, None]), flat)
     return torch.where(inside, state, UNKNOWN).to(torch.int8)
+
+
+def slab_states(
+    layers: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    slab: tuple[torch.Tensor, torch.Tensor],
+    flat: torch.Tensor,
+) -> torch.Tensor:
+    """int8 states of the cells ``flat`` (indices into ``layers`` flattened) in the slab ``(top,
+    bottom)`` (broadcast against ``flat``): OCCUPIED where the cell's range of hits reaches into the
+    slab, else FREE where it was seen free (at any height), else UNKNOWN. The rule
+    ``_slab_window_kernel`` mirrors."""
+    hit_low, hit_high, seen_free = layers
+    top, bottom = slab
+    blocked = (hit_low.view(-1)[flat] <= top) & (hit_high.view(-1)[flat] >= bottom)
+    state = torch.where(seen_free.view(-1)[flat], FREE, UNKNOWN)
+    return torch.where(blocked, OCCUPIED, state).to(torch.int8)
 
 
 @njit(cache=True, nogil=True)
