@@ -128,7 +128,11 @@ class RewardSettings(BaseModel):
     progress: float = Field(default=0.5, description="Weight: new farthest distance from spawn, m.")
     clearance_delta: float = Field(default=0.2, description="Weight: change of nearest-surface distance.")
     starvation: float = Field(default=1.0, description="Weight: share of rays that see nothing (penalty).")
-    proximity: float = Field(default=0.5, description="Weight: closeness below proximity_m (penalty).")
+    proximity: float = Field(
+        default=0.0,
+        description="Weight: closeness below proximity_m (penalty; 0 = off: at 0.5 the mean action lapped "
+        "the apartments' first rooms, docs/experiments/2026-12-apartment-fine-tune.md).",
+    )
     structure_band: float = Field(default=0.1, description="Weight: nearest surface inside the band.")
     forward_structure: float = Field(default=0.02, description="Weight: structure visible ahead.")
     inspection: float = Field(default=0.05, description="Weight: close surfaces seen from a new heading.")
