@@ -18,6 +18,13 @@ Prints ONE JSON line. The run is the default trainer (default policy: rayvit + m
   matmul rate (the update's FLOPs over that rate on the threads used, plus the measured rest): an
   upper bound for any kernel work on this model and PPO schedule.
 
+With ``--collect-ahead`` (``rollout.collect_ahead``) the next rollout is collected on a second thread
+while the update runs: ``env`` / ``policy_forward`` / ``shaping`` are then the collector thread's
+seconds, overlapping the update, ``collect_wait`` is what the training thread waited for it, and the
+bound is the slower of the two threads (the measured collection, or the update at the matmul rate).
+The process CPU time of the update then includes the collector thread's, so ``update_efficiency``
+reads low: measure the efficiency without collect-ahead.
+
 Targets (2 CPU cores, issue 16): >= 300 steps/s end to end; update efficiency >= 0.5.
 
 On CUDA (``--device cuda``) the clocks are wall clocks read after ``torch.cuda.synchronize()`` (work
@@ -27,7 +34,7 @@ dense float32 matmul on the same GPU, per wall second. ``--num-actors`` sets the
 (GPUs want hundreds).
 
     uv run python scripts/bench_train.py [--gmdag-file F] [--iterations 2] [--threads 2] [--device cpu]
-        [--num-actors N] [--temporal-core gru]
+        [--num-actors N] [--temporal-core gru] [--collect-ahead]
 """
 
 from __future__ import annotations
@@ -106,7 +113,7 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
     rollout, device = runner.settings.rollout, runner.storage.device
     synchronize(device)
     wall, cpu = time.perf_counter(), time.process_time()
-    stats = runner.collector.collect(rollout.gamma, rollout.gae_lambda)
+    stats = runner.source.collect(rollout.gamma, rollout.gae_lambda)  # collect-ahead: hand-over + next
     synchronize(device)
     collect_wall = time.perf_counter() - wall
     update_wall, update_cpu = time.perf_counter(), time.process_time()
@@ -135,6 +142,11 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--temporal-core", default=None, help="Override the default core (e.g. gru).")
 @click.option("--num-actors", type=click.IntRange(min=1), default=None, help="Drones per batch [default].")
+@click.option(
+    "--collect-ahead/--no-collect-ahead",
+    default=None,
+    help="Collect the next rollout while the update runs (rollout.collect_ahead) [the default trainer's].",
+)
 def main(
     *,
     gmdag_file: Path | None,
@@ -143,6 +155,7 @@ def main(
     device: str,
     temporal_core: str | None,
     num_actors: int | None,
+    collect_ahead: bool | None,
 ) -> None:
     """Measure the default trainer end to end and print one JSON line."""
     configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
@@ -150,7 +163,10 @@ def main(
         torch.set_num_threads(threads)
     values: dict[str, Any] = {
         "temporal_core": temporal_core,
-        **({"rollout": {"num_actors": num_actors}} if num_actors is not None else {}),
+        "rollout": {
+            **({"num_actors": num_actors} if num_actors is not None else {}),
+            **({"collect_ahead": collect_ahead} if collect_ahead is not None else {}),
+        },
         "environment": {"gmdag_file": gmdag_file},
         "train": {"device": device},
         "telemetry": {"enabled": False},
@@ -162,6 +178,7 @@ def main(
         runner = OnPolicyRunner(settings, built, artifacts_dir=Path(scratch))
         timed_iteration(runner)  # warm-up: numba compilation, first allocations
         rounds = [timed_iteration(runner) for _ in range(iterations)]
+        runner.source.finish()  # collect-ahead: the rollout collected during the last update
     per_minibatch = minibatch_flops(runner)
     torch_device = runner.storage.device
     matmul_rate = matmul_flops_per_second(torch_device)
@@ -171,7 +188,11 @@ def main(
     # the update at the matmul rate: a per-CPU-second rate times the threads on the CPU, wall on CUDA
     parallel = torch.get_num_threads() if torch_device.type == "cpu" else 1
     update_at_peak = per_minibatch * total["minibatches"] / (matmul_rate * parallel)
-    bound = total["steps"] / (total["wall"] - total["update"] + update_at_peak)
+    ahead = settings.rollout.collect_ahead
+    collecting = total["env"] + total["policy"] + total["shaping"]  # on its own thread when ahead
+    # serial: the rest as measured plus the update at the peak; ahead: the slower of the two threads
+    rest = max(collecting, update_at_peak) if ahead else total["wall"] - total["update"] + update_at_peak
+    bound = total["steps"] / rest
     policy_cfg = runner.policy.cfg
     print(
         json.dumps(
@@ -186,10 +207,13 @@ def main(
                     "policy_forward": round(total["policy"], 3),
                     "shaping": round(total["shaping"], 3),
                     "ppo_update": round(total["update"], 3),
+                    # ahead: the collection overlaps the update; what the training thread waited for it
+                    "collect_wait": round(total["collect"], 3),
                     "other": round(
-                        total["wall"] - total["env"] - total["policy"] - total["shaping"] - total["update"], 3
+                        total["wall"] - total["update"] - (total["collect"] if ahead else collecting), 3
                     ),
                 },
+                "collect_ahead": ahead,
                 "update_flops_per_minibatch": per_minibatch,
                 "update_flops_per_second": round(update_rate),
                 "matmul_flops_per_second": round(matmul_rate),

@@ -47,6 +47,12 @@ class RolloutConfig(SettingsGroup):
     quiet_noise_scale: float = Field(
         default=0.5, gt=0.0, le=1.0, description="Share of the policy's std the quiet drones keep."
     )
+    collect_ahead: bool = Field(
+        default=False,
+        description="Collect the next rollout on a second thread while the PPO update runs "
+        "(train.backend=local): each rollout is then acted with the weights of one update earlier, as "
+        "Ray's collect-ahead workers do (navi_actor.runners.collect_ahead); false: collect, then update.",
+    )
     gamma: float = Field(default=0.99, ge=0.0, le=1.0, description="Discount factor.")
     gae_lambda: float = Field(default=0.95, ge=0.0, le=1.0, description="GAE lambda.")
     gamma_final: float | None = Field(
@@ -312,6 +318,12 @@ class ActorSettings(NaviSettings):
             raise ValueError(
                 "ppo.dagger_every_steps needs the sdfdag environment and train.backend=local (the "
                 "frontier planner labels in-process flights of the real simulator)"
+            )
+        if rollout.collect_ahead and (self.train.backend != "local" or ppo.dagger_every_steps):
+            raise ValueError(
+                "rollout.collect_ahead needs train.backend=local (Ray workers have "
+                "distributed.collect_ahead) and ppo.dagger_every_steps=0 (the labelled flights would "
+                "share the collector's simulator)"
             )
         if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
             raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")

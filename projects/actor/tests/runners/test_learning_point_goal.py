@@ -17,13 +17,14 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.slow
-def test_ppo_beats_random_on_point_goal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("collect_ahead", [False, True])  # ahead: rollouts acted one update late
+def test_ppo_beats_random_on_point_goal(tmp_path: Path, collect_ahead: bool) -> None:
     settings = ActorSettings(
         encoder_backend="spherical_cnn",
         temporal_core="gru",
         policy={"embed_dim": 32, "cnn_width": 8},
         environment={"backend": "point", "point_azimuth": 32, "point_elevation": 8, "point_max_steps": 40},
-        rollout={"rollout_length": 16, "sequence_length": 8, "num_actors": 8},
+        rollout={"rollout_length": 16, "sequence_length": 8, "num_actors": 8, "collect_ahead": collect_ahead},
         ppo={"learning_rate": 1e-3, "epochs": 4, "num_minibatches": 2},
         train={"total_steps": 2048, "seed": 0},
         telemetry={"enabled": False},

@@ -157,6 +157,9 @@ class RayRollouts:
             "workers_replaced": counters.workers_replaced,
         }
 
+    def finish(self) -> None:
+        """The workers' fragments in flight are dropped or reused by the pool; nothing to settle here."""
+
     def close(self) -> None:
         """Stop the workers (unless the pool was lent by the caller)."""
         if self.owns_pool:

@@ -29,6 +29,7 @@ from navi_actor.checkpoints import (
 from navi_actor.config import ActorSettings
 from navi_actor.memory.frontiers import map_finer_than_rays
 from navi_actor.registry import ModelRegistry, RegistryEntry
+from navi_actor.runners.collect_ahead import AheadRollouts
 from navi_actor.runners.console import ProgressSink, as_sink
 from navi_actor.runners.env_factory import BuiltEnvironment
 from navi_actor.runners.learner_state import LearnerState
@@ -87,7 +88,9 @@ class OnPolicyRunner:
         run_folder: RunFolder | None = None,
         manifest_extra: dict[str, Any] | None = None,
     ) -> None:
-        self.source: RolloutSource = LocalRollouts(source) if isinstance(source, BuiltEnvironment) else source
+        if isinstance(source, BuiltEnvironment):  # the in-process collector, one rollout ahead or not
+            source = AheadRollouts(source) if settings.rollout.collect_ahead else LocalRollouts(source)
+        self.source: RolloutSource = source
         self.settings, self.corpus_summary = settings, self.source.corpus_summary
         self.telemetry, self.progress = telemetry, as_sink(progress)
         self.registry = ModelRegistry(artifacts_dir / "models")
@@ -268,6 +271,7 @@ class OnPolicyRunner:
             interrupted = True
             log.info("actor.train.interrupted", step_id=self.counters.step_id)
             self._note(f"interrupted at step {self.counters.step_id:,}: writing the final checkpoint")
+        self.source.finish()  # collect-ahead: its rollout in flight ends before the final checkpoint
         if self.counters.step_id != self._last_checkpoint_step or not self._saved_once:
             promoted += self.save_checkpoint()
         self.run.mark_finished(self.counters.step_id, interrupted=interrupted)  # not a killed run

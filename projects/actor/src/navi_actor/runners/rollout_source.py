@@ -72,6 +72,9 @@ class RolloutSource(Protocol):
         """Fault counts for the summary (empty for the in-process collector)."""
         ...
 
+    def finish(self) -> None:
+        """Training stopped: settle work started ahead of the learner before the final checkpoint."""
+
     def close(self) -> None:
         """Release what the source started."""
 
@@ -138,6 +141,9 @@ class LocalRollouts:
 
     def counters(self) -> dict[str, int]:
         return {}
+
+    def finish(self) -> None:
+        """Nothing runs ahead: each rollout is collected when the learner asks for it."""
 
     def close(self) -> None:
         """The environment belongs to the caller."""
