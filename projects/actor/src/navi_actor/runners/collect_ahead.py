@@ -87,9 +87,10 @@ class AheadRollouts(LocalRollouts):
             self._pending = self._pool.submit(collector.collect, gamma, gae_lambda)
         stats = self._pending.result()  # re-raises what the collector thread raised
         self._pending = None
-        filled = collector.storage
+        filled, last_values = collector.storage, collector.last_values
+        assert last_values is not None, "a finished collect leaves its bootstrap values"
         collector.storage, runner.storage = runner.storage, filled
-        filled.compute_returns(collector.last_values, gamma, gae_lambda)  # today's discount
+        filled.compute_returns(last_values, gamma, gae_lambda)  # today's discount
         self._synchronise(runner)
         self._pending = self._pool.submit(collector.collect, gamma, gae_lambda)
         return stats
