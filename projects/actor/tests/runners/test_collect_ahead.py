@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from point_runner import interrupt_at_update, point_settings
 
 from navi_actor.checkpoints import load_checkpoint
 from navi_actor.config import ActorSettings
@@ -23,25 +24,28 @@ from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 from navi_actor.storage import RolloutStorage
 
-TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def settings(**overrides: Any) -> ActorSettings:
-    values: dict[str, Any] = {
-        "temporal_core": "gru",
-        "policy": TINY_POLICY,
-        "environment": {"backend": "point", "point_azimuth": 16, "point_elevation": 8, "point_max_steps": 10},
-        "rollout": {"num_actors": 2, "rollout_length": 16, "sequence_length": 8, "collect_ahead": True},
-        "ppo": {"epochs": 2, "num_minibatches": 2},
-        "telemetry": {"enabled": False},
-        "train": {"total_steps": 64},
-        "checkpoint": {"every_steps": 10_000, "auto_resume": False},
-    }
-    for key, value in overrides.items():
-        values[key] = {**values[key], **value} if isinstance(value, dict) and key in values else value
-    return ActorSettings(**values)
+    """The point toy's runner settings, collecting ahead and starting afresh."""
+    ahead = {"rollout": {"collect_ahead": True}, "checkpoint": {"every_steps": 10_000, "auto_resume": False}}
+    return point_settings(**ahead, **overrides)
+
+
+def step_counter(runner: OnPolicyRunner, fail_at: int | None = None) -> dict[str, int]:
+    """Count the simulator's steps (``n``); raise a simulator fault at step ``fail_at``."""
+    env, calls = runner.source.env, {"n": 0}  # type: ignore[attr-defined]
+    original = env.step
+
+    def counted(*args: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == fail_at:
+            raise RuntimeError("simulator fault")
+        return original(*args)
+
+    env.step = counted
+    return calls
 
 
 def ahead_runner(config: ActorSettings, artifacts: Path, **kwargs: Any) -> OnPolicyRunner:
@@ -111,14 +115,7 @@ def test_the_collectors_rnd_statistics_reach_the_learner_and_its_checkpoint(tmp_
 
 def test_nothing_steps_the_simulator_once_training_has_returned(tmp_path: Path) -> None:
     runner = ahead_runner(settings(), tmp_path)
-    env, calls = runner.source.env, {"n": 0}  # type: ignore[attr-defined]
-    original = env.step
-
-    def counted(*args: Any) -> Any:
-        calls["n"] += 1
-        return original(*args)
-
-    env.step = counted
+    calls = step_counter(runner)
     summary = runner.run_training()
     after = calls["n"]
     time.sleep(0.2)
@@ -129,16 +126,7 @@ def test_nothing_steps_the_simulator_once_training_has_returned(tmp_path: Path) 
 
 def test_an_error_in_the_collector_thread_reaches_the_training_thread(tmp_path: Path) -> None:
     runner = ahead_runner(settings(), tmp_path)
-    env, calls = runner.source.env, {"n": 0}  # type: ignore[attr-defined]
-    original = env.step
-
-    def failing(*args: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 20:  # inside the second rollout, collected during the first update
-            raise RuntimeError("simulator fault")
-        return original(*args)
-
-    env.step = failing
+    step_counter(runner, fail_at=20)  # inside the second rollout, collected during the first update
     with pytest.raises(RuntimeError, match="simulator fault"):
         runner.run_training()
     runner.close()
@@ -146,15 +134,7 @@ def test_an_error_in_the_collector_thread_reaches_the_training_thread(tmp_path: 
 
 def test_ctrl_c_during_an_update_keeps_the_final_checkpoint(tmp_path: Path) -> None:
     runner = ahead_runner(settings(train={"total_steps": None}), tmp_path)
-    original, calls = runner.learner.update, {"n": 0}
-
-    def interrupt_on_second_update(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return original(*args, **kwargs)
-
-    runner.learner.update = interrupt_on_second_update  # type: ignore[method-assign]
+    interrupt_at_update(runner, 2)
     summary = runner.run_training()
     assert summary.interrupted and summary.updates_this_run == 1
     assert summary.final_checkpoint is not None and load_checkpoint(summary.final_checkpoint).step_id == 32

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from point_runner import TINY_POLICY, interrupt_at_update, point_settings
 
 from navi_actor.checkpoints import CheckpointError, load_checkpoint
 from navi_actor.config import ActorSettings
@@ -21,26 +22,9 @@ from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 from navi_common.signals import on_termination, raise_interrupt
 
-TINY_POLICY = {"embed_dim": 32, "vit_dim": 32, "vit_layers": 1, "ssm_head_dim": 16, "ssm_chunk": 8}
-
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-
-def settings(**overrides: Any) -> ActorSettings:
-    values: dict[str, Any] = {
-        "temporal_core": "gru",
-        "policy": TINY_POLICY,
-        "environment": {"backend": "point", "point_azimuth": 16, "point_elevation": 8, "point_max_steps": 10},
-        "rollout": {"num_actors": 2, "rollout_length": 16, "sequence_length": 8},
-        "ppo": {"epochs": 2, "num_minibatches": 2},
-        "telemetry": {"enabled": False},
-        "train": {"total_steps": 64},
-        "checkpoint": {"every_steps": 10_000},
-    }
-    for key, value in overrides.items():
-        values[key] = {**values[key], **value} if isinstance(value, dict) and key in values else value
-    return ActorSettings(**values)
+settings = point_settings
 
 
 def runner(config: ActorSettings, artifacts: Path, checkpoint: Path | None = None) -> OnPolicyRunner:
@@ -109,16 +93,7 @@ def test_no_auto_resume_and_incompatible_requests(tmp_path: Path) -> None:
 
 def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
     train = runner(settings(train={"total_steps": None}), tmp_path)
-    original = train.learner.update
-    calls = {"n": 0}
-
-    def interrupt_on_second_update(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return original(*args, **kwargs)
-
-    train.learner.update = interrupt_on_second_update  # type: ignore[method-assign]
+    interrupt_at_update(train, 2)
     summary = train.run_training()
     assert summary.interrupted and summary.updates_this_run == 1
     assert summary.final_checkpoint is not None and summary.final_checkpoint.is_file()
