@@ -73,6 +73,7 @@ CASES: dict[str, list[Case]] = {
         Case("--logger", "train.logger", "wandb", "tensorboard", "wandb"),
         Case("--keys", "telemetry.keys", "{tmp}/keys_cli", "{tmp}/keys_env", "{tmp}/keys_dotenv"),
         Case("--action-squash", "policy.action_squash", "tanh", "clip", "tanh"),
+        Case("--collect-ahead", "rollout.collect_ahead", None, "false", "true", "True"),
         _int("--warm-start-steps", "warm_start.steps"),
         _int("--warm-start-epochs", "warm_start.epochs"),
         _int("--warm-start-value-updates", "warm_start.value_updates"),
@@ -144,7 +145,8 @@ NOT_SETTINGS: dict[str, set[str]] = {
 }
 
 # A second spelling of a flag pair is tested through the case of its first spelling.
-PAIRS = {"--stochastic": "--deterministic", "--no-blend": "--blend", "--no-keep-best": "--keep-best"}
+PAIRS = {"--stochastic": "--deterministic", "--no-blend": "--blend", "--no-keep-best": "--keep-best",
+         "--collect-ahead": "--no-collect-ahead"}  # fmt: skip
 
 
 class _Captured(Exception):  # noqa: N818 - a control-flow signal, not an error

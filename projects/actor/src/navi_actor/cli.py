@@ -95,7 +95,7 @@ def main() -> None:
 TRAIN_FIELDS = ("train.total_steps", "train.max_minutes", "rollout.rollout_length", "encoder_backend",
                 "temporal_core", "train.seed", "telemetry.keys", "train.backend", "distributed.address",
                 "distributed.num_workers", "distributed.learners", "train.logger",
-                "policy.action_squash")  # fmt: skip
+                "policy.action_squash", "rollout.collect_ahead")  # fmt: skip
 """Settings ``train`` exposes as ``--<field>``; a new one needs only its path here."""
 TRAIN_GROUPED = ("checkpoint.every_steps", "checkpoint.keep", "telemetry.endpoint", "warm_start.steps",
                  "warm_start.epochs", "warm_start.value_updates", "warm_start.dagger_rounds",
