@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from navi_actor.runners.env_factory import BuiltEnvironment
-from navi_actor.runners.rollout_collector import RolloutCollector, RolloutStats
+from navi_actor.runners.rollout_collector import RolloutStats
 from navi_actor.runners.rollout_source import LocalRollouts
 
 if TYPE_CHECKING:
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
+    from navi_actor.runners.shaping_adapter import ShaperHook
 
 
 class AheadRollouts(LocalRollouts):
@@ -49,28 +50,17 @@ class AheadRollouts(LocalRollouts):
         self._pool: ThreadPoolExecutor | None = None  # made at the first collect, shut at finish
         self._pending: Future[RolloutStats] | None = None
         self._latest_obs: torch.Tensor | None = None
+        self._hook: ShaperHook | None = None  # the collector's reward shaper (set by start)
 
     def start(self, runner: OnPolicyRunner) -> None:
         self._runner = runner
+        self._hook = hook = copy.deepcopy(runner.shaping.hook)  # its own RND copy and episodic memory
         acting = copy.deepcopy(runner.policy).requires_grad_(False)
-        hook = copy.deepcopy(runner.shaping.hook)  # its own RND copy and episodic memory
-        chunked = acting.actor.chunk is not None
-        self.collector = RolloutCollector(
-            self.env,
-            acting,
-            self.new_storage(runner.state),  # the learner keeps runner.storage; they swap
-            shaping=hook,
-            seed=runner.settings.train.seed + runner.counters.step_id,
-            on_step=self._keep_observation,
-            open_loop_fraction=runner.settings.ppo.open_loop_fraction if chunked else 0.0,
-            memory=hook.shaper.memory if hook is not None else None,
-            noise_correlation=runner.settings.rollout.noise_correlation,
-            quiet_drones=runner.settings.rollout.quiet_drones,
-            quiet_noise_scale=runner.settings.rollout.quiet_noise_scale,
-        )
-        self._hook = hook
+        storage = self.new_storage(runner.state)  # the learner keeps runner.storage; they swap
+        memory = hook.shaper.memory if hook is not None else None
+        self.collector = self._collector(runner, acting, storage, hook, memory)
 
-    def _keep_observation(self, obs: torch.Tensor) -> None:
+    def _on_step(self, obs: torch.Tensor) -> None:
         """Collector thread: remember the newest observation for :meth:`publish` (no socket here)."""
         self._latest_obs = obs
 

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from navi_actor.runners.env_factory import BuiltEnvironment
-from navi_actor.runners.rollout_collector import RolloutCollector, RolloutStats
+from navi_actor.runners.rollout_collector import RewardShaping, RolloutCollector, RolloutStats
 from navi_actor.storage import RolloutStorage
 
 if TYPE_CHECKING:
+    from navi_actor.memory.episodic import EpisodicMemory
+    from navi_actor.models import NaviPolicy
     from navi_actor.runners.learner_state import LearnerState
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
@@ -100,19 +102,34 @@ class LocalRollouts:
 
     def start(self, runner: OnPolicyRunner) -> None:
         self._runner = runner
-        chunked = runner.policy.actor.chunk is not None
-        self.collector = RolloutCollector(
+        self.collector = self._collector(
+            runner, runner.policy, runner.storage, runner.shaping.reward, runner.shaping.memory
+        )
+
+    def _collector(
+        self,
+        runner: OnPolicyRunner,
+        policy: NaviPolicy,
+        storage: RolloutStorage,
+        shaping: RewardShaping | None,
+        memory: EpisodicMemory | None,
+    ) -> RolloutCollector:
+        """A collector stepping this environment with ``policy`` into ``storage``, as the run's
+        rollout settings say."""
+        chunked = policy.actor.chunk is not None
+        rollout = runner.settings.rollout
+        return RolloutCollector(
             self.env,
-            runner.policy,
-            runner.storage,
-            shaping=runner.shaping.reward,
+            policy,
+            storage,
+            shaping=shaping,
             seed=runner.settings.train.seed + runner.counters.step_id,
             on_step=self._on_step,
             open_loop_fraction=runner.settings.ppo.open_loop_fraction if chunked else 0.0,
-            memory=runner.shaping.memory,
-            noise_correlation=runner.settings.rollout.noise_correlation,
-            quiet_drones=runner.settings.rollout.quiet_drones,
-            quiet_noise_scale=runner.settings.rollout.quiet_noise_scale,
+            memory=memory,
+            noise_correlation=rollout.noise_correlation,
+            quiet_drones=rollout.quiet_drones,
+            quiet_noise_scale=rollout.quiet_noise_scale,
         )
 
     def _on_step(self, obs: torch.Tensor) -> None:
