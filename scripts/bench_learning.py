@@ -26,7 +26,9 @@ starts PPO from those weights (``warm_start`` in the JSON: its steps, BC epochs 
 losses, seconds); --steps counts PPO steps only, --minutes the warm start too (PPO trains for what it
 leaves, as in ``navi-actor train --max-minutes``). It is navi_actor.bc.warm_start, the same warm start
 as ``navi-actor train --warm-start-steps``. The clone before PPO also flies the plan with its mean
-action (``warm_start_mean_action``).
+action (``warm_start_mean_action``). ``update_epochs_mean`` (of ``update_epochs_scheduled``) and
+``kl_early_stop_share`` say how much of PPO's epoch schedule the updates ran: the KL stop ends an
+update early, and a trainer that stops more often runs more steps per second by doing less per step.
 
 Each training run's folder (its checkpoint, and the warm start's flights: about 450 MB for a
 16k-step warm start) is kept under the system's temporary folder, so that ``--checkpoint`` can
@@ -175,10 +177,24 @@ def trained_policy(
         "train_step_budget": steps,
         "train_steps": summary.steps_this_run,
         "train_steps_per_second": round(summary.steps_per_second, 2),
+        **update_schedule(summary.run_dir, settings.ppo.epochs),
         "family_weights": dict(train_env.settings.episode.family_weights),  # the scene rotation
         "checkpoint": str(summary.final_checkpoint),
         "run_dir": str(artifacts),  # kept: a temporary folder the caller deletes
         **({"warm_start": facts} if facts is not None else {}),
+    }
+
+
+def update_schedule(run_dir: Path, epochs: int) -> dict[str, float]:
+    """How much of PPO's epoch schedule the run's updates ran: the KL stop (``ppo.target_kl``) ends
+    an update early, and a run that stops more often trains faster by teaching less per step."""
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    ran = [record["charts/epochs"] for record in records]
+    stopped = [record["charts/kl_early_stop"] for record in records]
+    return {
+        "update_epochs_mean": round(sum(ran) / max(len(ran), 1), 3),
+        "update_epochs_scheduled": epochs,
+        "kl_early_stop_share": round(sum(stopped) / max(len(stopped), 1), 3),
     }
 
 

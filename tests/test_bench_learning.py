@@ -88,6 +88,8 @@ def test_bench_trains_judges_and_rejudges_its_checkpoint_to_the_same_numbers(
     assert trained["heldout_scenes"] == ["hall_001"] and trained["train_scenes"] == 1
     assert trained["code"] == git_revision()  # the revision that produced the numbers
     assert trained["train_steps"] > 0 and Path(trained["checkpoint"]).is_file()
+    assert 0 < trained["update_epochs_mean"] <= trained["update_epochs_scheduled"]  # read from its metrics
+    assert 0 <= trained["kl_early_stop_share"] <= 1
     assert Path(trained["run_dir"]) in Path(trained["checkpoint"]).parents  # the kept folder, named
     policies = {"learned_mean_action", "learned_sampled", "random", "heuristic", "frontier"}
     assert set(trained["results"]) == policies
