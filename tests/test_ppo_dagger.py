@@ -4,6 +4,7 @@ simulator, the frontier planner labels every step, and the label loss pulls the 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +100,31 @@ def test_the_label_loss_fits_the_mean_action_to_the_planners_labels_on_its_own_f
     assert len(list((tmp_path / "dagger").glob("ppo2-*.npz"))) == 2
 
 
+def _count_overlapping_calls(env: Any, methods: tuple[str, ...]) -> dict[str, int]:
+    """Wrap ``env``'s ``methods`` to count calls, and those made while another was still running."""
+    counts, busy = {"calls": 0, "overlapping": 0}, [0]
+
+    def wrapped(original: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            counts["calls"] += 1
+            counts["overlapping"] += busy[0] > 0
+            busy[0] += 1
+            try:
+                time.sleep(0.001)  # widen the window a second thread would need
+                return original(*args, **kwargs)
+            finally:
+                busy[0] -= 1
+
+        return call
+
+    for name in methods:
+        setattr(env, name, wrapped(getattr(env, name)))
+    return counts
+
+
+@pytest.mark.parametrize("collect_ahead", [False, True])  # ahead: the rollout in flight ends first
 def test_training_flies_labelled_rounds_on_schedule_and_adds_the_loss(
-    tmp_path: Path, scenes: list[Path]
+    tmp_path: Path, scenes: list[Path], collect_ahead: bool
 ) -> None:
     from navi_actor.runners.env_factory import BuiltEnvironment
     from navi_actor.runners.on_policy_runner import OnPolicyRunner
@@ -110,6 +134,7 @@ def test_training_flies_labelled_rounds_on_schedule_and_adds_the_loss(
     config = _settings(
         ppo={"epochs": 2, "num_minibatches": 2, "dagger_every_steps": 64, "dagger_steps": 16},
         train={"total_steps": 192},
+        rollout={"num_actors": 2, "rollout_length": 16, "sequence_length": 8, "collect_ahead": collect_ahead},
     )
     built = BuiltEnvironment(_env(scenes))
     runner = OnPolicyRunner(config, built, artifacts_dir=tmp_path)
@@ -121,8 +146,10 @@ def test_training_flies_labelled_rounds_on_schedule_and_adds_the_loss(
         restart(seed)
 
     runner.collector.restart = counted
+    overlaps = _count_overlapping_calls(built.env, ("step", "reset"))
     summary = runner.run_training()
     assert summary.steps_this_run == 192
+    assert overlaps["calls"] > 0 and overlaps["overlapping"] == 0  # one thread at a time steps the simulator
     folder = summary.run_dir / "dagger"
     assert sorted({path.name.split("-")[0] for path in folder.glob("*.npz")}) == ["ppo1", "ppo2"]
     assert len(restarts) == 2  # the rollouts' drones restart after each flight reset the simulator

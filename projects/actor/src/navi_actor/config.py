@@ -319,11 +319,9 @@ class ActorSettings(NaviSettings):
                 "ppo.dagger_every_steps needs the sdfdag environment and train.backend=local (the "
                 "frontier planner labels in-process flights of the real simulator)"
             )
-        if rollout.collect_ahead and (self.train.backend != "local" or ppo.dagger_every_steps):
+        if rollout.collect_ahead and self.train.backend != "local":
             raise ValueError(
-                "rollout.collect_ahead needs train.backend=local (Ray workers have "
-                "distributed.collect_ahead) and ppo.dagger_every_steps=0 (the labelled flights would "
-                "share the collector's simulator)"
+                "rollout.collect_ahead needs train.backend=local (Ray workers have distributed.collect_ahead)"
             )
         if ppo.reference_refresh_updates is not None and ppo.reference_kl_coef == 0.0:
             raise ValueError("ppo.reference_refresh_updates needs ppo.reference_kl_coef > 0")

@@ -157,6 +157,9 @@ class RayRollouts:
             "workers_replaced": counters.workers_replaced,
         }
 
+    def settle(self) -> None:
+        """The workers step their own simulators; nothing in this process to wait for."""
+
     def finish(self) -> None:
         """The workers' fragments in flight are dropped or reused by the pool; nothing to settle here."""
 

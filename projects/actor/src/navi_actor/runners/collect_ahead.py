@@ -104,6 +104,12 @@ class AheadRollouts(LocalRollouts):
     def manifest(self) -> dict[str, object]:
         return {"backend": self.backend, "collect_ahead": True}
 
+    def settle(self) -> None:
+        """Wait for the rollout in flight and keep it: the next :meth:`collect` hands it over at once
+        and only then starts collecting again, so the simulator is free until that call."""
+        if self._pending is not None:
+            self._pending.exception()  # waits; an error is re-raised by collect's result()
+
     def finish(self) -> None:
         """Training stopped: wait for the rollout in flight (at most one rollout's time), drop it and
         stop the thread, so nothing steps the environment or draws random numbers after the final

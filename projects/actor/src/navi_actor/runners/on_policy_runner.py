@@ -326,6 +326,7 @@ class OnPolicyRunner:
             return
         started, seed = time.monotonic(), self.settings.train.seed + self.counters.step_id
         self._status(f"DAgger round {flights.rounds + 1}: the mean action flies, the planner labels ...")
+        self.source.settle()  # collect-ahead: its rollout in flight finishes before the flight
         recording = flights.fly(self.collector.env, self.policy, ppo.dagger_steps, seed=seed)
         self.collector.restart(seed)
         self.learner.dagger_loss = flights.loss

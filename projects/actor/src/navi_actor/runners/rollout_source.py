@@ -74,6 +74,10 @@ class RolloutSource(Protocol):
         """Fault counts for the summary (empty for the in-process collector)."""
         ...
 
+    def settle(self) -> None:
+        """Something else is about to step the simulator (DAgger's labelled flights): wait until no
+        collection runs; a rollout collected ahead is kept for the next :meth:`collect`."""
+
     def finish(self) -> None:
         """Training stopped: settle work started ahead of the learner before the final checkpoint."""
 
@@ -158,6 +162,9 @@ class LocalRollouts:
 
     def counters(self) -> dict[str, int]:
         return {}
+
+    def settle(self) -> None:
+        """Nothing runs between two collects."""
 
     def finish(self) -> None:
         """Nothing runs ahead: each rollout is collected when the learner asks for it."""
