@@ -18,13 +18,12 @@ Prints ONE JSON line. The run is the default trainer (default policy: rayvit + m
   matmul rate (the update's FLOPs over that rate on the threads used, plus the measured rest): an
   upper bound for any kernel work on this model and PPO schedule.
 
-As in the default trainer (``rollout.collect_ahead``; ``--no-collect-ahead``: collect, then update),
-the next rollout is collected on a second thread while the update runs: ``env`` /
-``policy_forward`` / ``shaping`` are then the collector thread's seconds, overlapping the update,
-``collect_wait`` is what the training thread waited for it, and the bound is the slower of the two
-threads (the measured collection, or the update at the matmul rate). The process CPU time of the
-update then includes the collector thread's, so ``update_efficiency`` reads low: measure the
-efficiency with ``--no-collect-ahead``. ``minibatches_per_update`` against
+With ``--collect-ahead`` (``rollout.collect_ahead``) the next rollout is collected on a second thread
+while the update runs: ``env`` / ``policy_forward`` / ``shaping`` are then the collector thread's
+seconds, overlapping the update, ``collect_wait`` is what the training thread waited for it, and the
+bound is the slower of the two threads (the measured collection, or the update at the matmul rate).
+The process CPU time of the update then includes the collector thread's, so ``update_efficiency``
+reads low: measure the efficiency without collect-ahead. ``minibatches_per_update`` against
 ``scheduled_minibatches_per_update`` shows whether the KL stop (``ppo.target_kl``) cut updates short.
 
 Targets (2 CPU cores, issue 16): >= 300 steps/s end to end; update efficiency >= 0.5.
@@ -36,7 +35,7 @@ dense float32 matmul on the same GPU, per wall second. ``--num-actors`` sets the
 (GPUs want hundreds).
 
     uv run python scripts/bench_train.py [--gmdag-file F] [--iterations 2] [--threads 2] [--device cpu]
-        [--num-actors N] [--temporal-core gru] [--no-collect-ahead]
+        [--num-actors N] [--temporal-core gru] [--collect-ahead]
 """
 
 from __future__ import annotations
@@ -147,8 +146,7 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
 @click.option(
     "--collect-ahead/--no-collect-ahead",
     default=None,
-    help="Collect the next rollout while the update runs, or collect then update (rollout.collect_ahead) "
-    "[the default trainer's: ahead].",
+    help="Collect the next rollout while the update runs (rollout.collect_ahead) [the default trainer's].",
 )
 def main(
     *,

@@ -21,10 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench_train.py"
 
 
-@pytest.mark.parametrize("ahead", ["--no-collect-ahead", None])  # None: the default trainer's, ahead
-def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(
-    tmp_path: Path, ahead: str | None
-) -> None:
+@pytest.mark.parametrize("ahead", ["--no-collect-ahead", "--collect-ahead"])
+def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(tmp_path: Path, ahead: str) -> None:
     from navi_environment.corpus.settings import CompileSettings
     from navi_environment.corpus.sources import compile_source
     from navi_environment.gmdag.writer import write_gmdag
@@ -35,7 +33,7 @@ def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(
     scratch.mkdir()
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--gmdag-file", str(scene), "--iterations", "1", "--num-actors", "2",
-         "--threads", "1", *([ahead] if ahead else [])],
+         "--threads", "1", ahead],
         env={**os.environ, **TINY, "TMPDIR": str(scratch)},
         capture_output=True,
         text=True,
@@ -50,7 +48,7 @@ def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(
     assert report["actors"] == 2 and report["observation_shape"] == [3, 32, 8]
     assert report["steps_per_second"] > 0 and report["update_efficiency"] > 0
     split = {"env", "policy_forward", "shaping", "ppo_update", "collect_wait", "other"}
-    assert set(report["split_seconds"]) == split and report["collect_ahead"] == (ahead is None)
+    assert set(report["split_seconds"]) == split and report["collect_ahead"] == (ahead == "--collect-ahead")
     assert 0 < report["minibatches_per_update"] <= report["scheduled_minibatches_per_update"]
     assert report["split_seconds"]["env"] > 0  # the collector's own seconds, on its thread when ahead
     assert list(scratch.glob("navi-bench-*")) == []  # the run folder went with the run
