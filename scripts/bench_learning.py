@@ -187,7 +187,7 @@ def trained_policy(
 
 def update_schedule(run_dir: Path, epochs: int) -> dict[str, float]:
     """How much of PPO's epoch schedule the run's updates ran: the KL stop (``ppo.target_kl``) ends
-    an update early, and a run that stops more often trains faster by teaching less per step."""
+    an update early, and a run that stops more often trains faster by doing less work per step."""
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     ran = [record["charts/epochs"] for record in records]
     stopped = [record["charts/kl_early_stop"] for record in records]

@@ -215,7 +215,7 @@ def main(
                     ),
                 },
                 "collect_ahead": ahead,
-                # fewer than the schedule's when the KL stop ended an update early (less work, less taught)
+                # fewer than the schedule's when the KL stop ended an update early (less update work per step)
                 "minibatches_per_update": round(total["minibatches"] / iterations, 2),
                 "scheduled_minibatches_per_update": settings.ppo.epochs * settings.ppo.num_minibatches,
                 "update_flops_per_minibatch": per_minibatch,
