@@ -62,11 +62,21 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_two_learner_ranks_take_the_single_learners_step(tmp_path: Path, one_torch_thread: None) -> None:
+@pytest.mark.parametrize("acted_earlier", [False, True])
+def test_two_learner_ranks_take_the_single_learners_step(
+    tmp_path: Path, one_torch_thread: None, acted_earlier: bool
+) -> None:
     # One update by 2 ranks, each holding half the drone columns, leaves the same parameters (policy,
-    # RND predictor, optimiser) and metrics as the single learner on the same rollout.
+    # RND predictor, optimiser) and metrics as the single learner on the same rollout; also when
+    # older weights acted it (other log-probabilities), where each rank replays its own columns for
+    # decoupled PPO's proximal policy.
     config = learner_ranks.settings()
     whole = learner_ranks.rollout(config, tmp_path)
+    if acted_earlier:
+        log_probs = whole["buffers"]["log_probs"]
+        noise = torch.randn(log_probs.shape, generator=torch.Generator().manual_seed(5))
+        whole["buffers"]["log_probs"] = log_probs + 0.3 * noise
+        whole["acting_version"] = -1
     torch.save(whole, tmp_path / "rollout.pt")
     single, single_result = learner_ranks.update(config, tmp_path / "single", whole, 0, 1)
     torch.multiprocessing.spawn(

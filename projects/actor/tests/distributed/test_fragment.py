@@ -8,6 +8,7 @@ the same bootstrap value), and the advantages must be the whole batch's normalis
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import sys
 from typing import Any
 
@@ -101,7 +102,11 @@ def test_fragments_of_a_visit_reading_policy_carry_the_features_it_read(source: 
         16, 4, obs_shape=(3, 16, 8), action_dim=4, state_size=policy_module.state_size, sequence_length=8,
         visit_features=features,
     )  # fmt: skip
+    older = dataclasses.replace(fragment, version=fragment.version - 1)
+    load_fragments(learner, [fragment, older])
+    assert learner.acting_version == fragment.version - 1  # the oldest weights that acted
     load_fragments(learner, [fragment, fragment])
+    assert learner.acting_version == fragment.version
     assert learner.visit_features is not None
     assert torch.equal(learner.visit_features[:, 2:], torch.from_numpy(sent))
     del fragment.buffers["visit_features"]

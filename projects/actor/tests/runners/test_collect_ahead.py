@@ -78,6 +78,7 @@ def test_each_rollout_is_acted_with_the_weights_of_one_update_earlier(tmp_path: 
     # weights[k]: the learner's weights after k updates
     weights = [{key: t.clone() for key, t in runner.policy.state_dict().items()}]
     gaps: list[tuple[float, float]] = []
+    replays: list[tuple[int | None, bool]] = []  # (acting version, replayed for decoupled PPO?)
     original = runner.learner.update
 
     def update(storage: RolloutStorage, *args: Any, **kwargs: Any) -> Any:
@@ -91,6 +92,7 @@ def test_each_rollout_is_acted_with_the_weights_of_one_update_earlier(tmp_path: 
         )
         result = original(storage, *args, **kwargs)
         weights.append({key: t.clone() for key, t in runner.policy.state_dict().items()})
+        replays.append((storage.acting_version, storage.proximal_log_probs is not None))
         return result
 
     runner.learner.update = update  # type: ignore[method-assign]
@@ -99,6 +101,8 @@ def test_each_rollout_is_acted_with_the_weights_of_one_update_earlier(tmp_path: 
     assert all(acted < 1e-4 for acted, _ in gaps), gaps  # the acting weights' own log-probs
     # from the third update on, the learner's weights have moved past the acting ones
     assert all(current > 1e-3 for _, current in gaps[2:]), gaps
+    # tagged with the weights' version; the learner replays all but the first (acted by its weights)
+    assert replays == [(0, False), (0, True), (1, True), (2, True)]
 
 
 def test_the_collectors_rnd_statistics_reach_the_learner_and_its_checkpoint(tmp_path: Path) -> None:

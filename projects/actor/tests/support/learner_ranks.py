@@ -78,6 +78,7 @@ def update(config: ActorSettings, tmp: Path, whole: dict[str, Any], rank: int, r
     for name, buffer in whole["buffers"].items():
         getattr(storage, name).copy_(buffer.chunk(ranks, dim=1)[rank])
     storage.compute_returns(whole["last_values"].chunk(ranks)[rank], 0.99, 0.95)
+    storage.acting_version = whole.get("acting_version")  # older weights acted: decoupled PPO
     result = state.learner.update(storage, state.shuffle, state.shaping.auxiliary_step)
     return state, result
 

@@ -8,25 +8,43 @@ from navi_actor.models.heads import physics_action, raw_action
 
 
 def clipped_surrogate_loss(
-    log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor, clip_range: float
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_range: float,
+    proximal_log_probs: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """PPO's clipped policy objective, negated to be minimised.
+    """PPO's clipped policy objective, negated to be minimised; decoupled for data acted earlier.
+
+    With ``proximal_log_probs`` (the log-probabilities under the learner's weights at the start of
+    this update, when older weights acted) the objective is decoupled PPO's (Hilton et al., 2021,
+    "Batch size-invariance for policy optimization"): the ratio is clipped around the proximal
+    policy, ``r = pi / pi_prox``, and the sample is weighted by ``pi_prox / pi_behaviour``, so the clip
+    bounds this update's own step and the importance weight corrects for who acted. The clip fraction
+    and the KL (the early stop's measure) then describe this update alone, as they do when the
+    learner's weights acted. Without them it is the usual objective (``pi_prox = pi_behaviour``).
 
     Args:
         log_probs: [N] log-probabilities under the current policy.
         old_log_probs: [N] log-probabilities recorded while acting.
         advantages: [N] (normalised) advantages.
         clip_range: epsilon of the ratio clip.
+        proximal_log_probs: [N] log-probabilities under the weights at the update's start, or None
+            when those weights acted.
 
     Returns:
         ``(loss, clip_fraction, approx_kl)`` scalars; approx_kl is the low-variance estimator
         ``E[(r - 1) - log r]`` (always >= 0).
     """
-    log_ratio = log_probs - old_log_probs
+    anchor = old_log_probs if proximal_log_probs is None else proximal_log_probs
+    log_ratio = log_probs - anchor
     ratio = log_ratio.exp()
     unclipped = ratio * advantages
     clipped = ratio.clamp(1.0 - clip_range, 1.0 + clip_range) * advantages
-    loss = -torch.minimum(unclipped, clipped).mean()
+    objective = torch.minimum(unclipped, clipped)
+    if proximal_log_probs is not None:
+        objective = (proximal_log_probs - old_log_probs).exp() * objective  # no gradient: both recorded
+    loss = -objective.mean()
     with torch.no_grad():
         clip_fraction = ((ratio - 1.0).abs() > clip_range).float().mean()
         approx_kl = ((ratio - 1.0) - log_ratio).mean()

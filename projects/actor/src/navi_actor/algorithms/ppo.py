@@ -214,9 +214,13 @@ class PPOLearner:
         if cfg.symmetry_coef > 0.0:
             storage.mirror_means = self._mirrored_means(storage)
         timer = StageTimer(use_cuda_events=cfg.cuda_timing and storage.device.type == "cuda")
+        self.policy.train()
+        storage.proximal_log_probs = None
+        if storage.acting_version not in (None, self.update_index):  # older weights acted
+            with timer.stage("proximal_eval"):
+                storage.proximal_log_probs = self._proximal_log_probs(storage)
         per_epoch: list[dict[str, float]] = []
         early_stopped = False
-        self.policy.train()
         for _epoch in range(cfg.epochs):
             epoch_metrics = self._run_epoch(storage, generator, timer, auxiliary_step, on_minibatch)
             per_epoch.append(epoch_metrics)
@@ -330,20 +334,12 @@ class PPOLearner:
         with timer.stage("prep"):
             old_log_probs, advantages = batch.old_log_probs.reshape(-1), batch.advantages.reshape(-1)
         with timer.stage("policy_eval"):
-            args = (batch.obs, batch.actions, batch.state0, batch.episode_starts)
-            # open-loop rollouts: each action's log-probability under the chunk entry it was drawn from
-            # (only then: checking the lags costs a host sync per minibatch)
+            evaluation = self._evaluate(batch, self.evaluate)
             lagged = cfg.open_loop_fraction > 0.0 and batch.lags is not None
-            evaluation = self.evaluate(
-                *args,
-                batch.lags if lagged else None,
-                loop_scores=batch.loop_scores,
-                visit_features=batch.visit_features,
-                noise_log_scales=batch.noise_log_scales,
-            )
             log_probs = evaluation.log_prob.reshape(-1)
+            proximal = None if batch.proximal_log_probs is None else batch.proximal_log_probs.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
-                log_probs, old_log_probs, advantages, cfg.clip_range
+                log_probs, old_log_probs, advantages, cfg.clip_range, proximal
             )
             value_loss = clipped_value_loss(
                 evaluation.value.reshape(-1),
@@ -410,6 +406,40 @@ class PPOLearner:
                 dagger_loss.detach(),
             ]
         )
+
+    def _evaluate(self, batch: SequenceBatch, evaluate: Callable[..., SequenceEval]) -> SequenceEval:
+        """Replay one minibatch's sequences as they were acted (``evaluate``: the policy's own or the
+        data-parallel wrapper)."""
+        # open-loop rollouts: each action's log-probability under the chunk entry it was drawn from
+        # (only then: checking the lags costs a host sync per minibatch)
+        lagged = self.config.open_loop_fraction > 0.0 and batch.lags is not None
+        return evaluate(
+            batch.obs,
+            batch.actions,
+            batch.state0,
+            batch.episode_starts,
+            batch.lags if lagged else None,
+            loop_scores=batch.loop_scores,
+            visit_features=batch.visit_features,
+            noise_log_scales=batch.noise_log_scales,
+        )
+
+    def _proximal_log_probs(self, storage: RolloutStorage) -> torch.Tensor:
+        """``[T, B]`` log-probabilities of the rollout's actions under the weights at this update's
+        start, for a rollout older weights acted (``storage.acting_version``).
+
+        One no-grad replay of the rollout in minibatch-sized groups (about an eighth of a 4-epoch
+        update's work); only rollouts acted by older weights (collect-ahead, Ray workers) pay it.
+        Each rank of a data-parallel learner replays its own columns with its own weights (no
+        collective: the wrapped evaluation is not used).
+        """
+        proximal = torch.empty_like(storage.log_probs)
+        per_batch = max(1, storage.num_sequences // self.config.num_minibatches)
+        with torch.no_grad():
+            for ids in torch.arange(storage.num_sequences, device=storage.device).split(per_batch):
+                replay = self._evaluate(storage.gather(ids), self.policy.evaluate_sequences)
+                storage.scatter(proximal, ids, replay.log_prob)
+        return proximal
 
     def _reference_kl(self, batch: SequenceBatch, log_probs: torch.Tensor) -> torch.Tensor:
         if self.reference_policy is None or self.config.reference_kl_coef == 0.0:

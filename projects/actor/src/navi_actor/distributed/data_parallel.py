@@ -88,7 +88,7 @@ class ShardStorage(RolloutStorage):
             count = int(local.numel())
             if count == 0:
                 local = torch.zeros(1, dtype=ids.dtype, device=self.device)
-            yield dataclasses.replace(self._gather(local), share=count / per_batch)
+            yield dataclasses.replace(self.gather(local), share=count / per_batch)
 
 
 class SequenceEvaluator(nn.Module):

@@ -121,6 +121,8 @@ def _tensor(array: np.ndarray, device: torch.device) -> torch.Tensor:
 def load_fragments(storage: RolloutStorage, fragments: list[RolloutFragment]) -> torch.Tensor:
     """Write ``K`` fragments side by side into ``storage`` (``[T, K*B]``) and return their bootstrap values.
 
+    The storage's ``acting_version`` becomes the oldest fragment's weights version.
+
     Args:
         storage: learner storage with ``num_envs == K * B``.
         fragments: ``K`` fragments of ``B`` drones and ``T`` steps each.
@@ -137,6 +139,7 @@ def load_fragments(storage: RolloutStorage, fragments: list[RolloutFragment]) ->
             f"{len(fragments)} fragments of {widths} drones do not fill a storage of {storage.num_envs}"
         )
     width, device = widths[0], storage.device
+    storage.acting_version = min(fragment.version for fragment in fragments)
     for index, fragment in enumerate(fragments):
         columns = slice(index * width, (index + 1) * width)
         for name in storage_fields(storage):

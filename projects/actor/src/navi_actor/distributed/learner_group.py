@@ -86,8 +86,10 @@ class ShardedRayRollouts(RayRollouts):
             # The driver got Ctrl+C / SIGTERM: end as an interrupted local run does (the runner
             # writes the final checkpoint; the replicas are stopped afterwards).
             raise KeyboardInterrupt
-        broadcast_floats([1.0, gamma, gae_lambda], device)
         self._fragments = fragments = self.gather()
+        # every rank replays the rollout for decoupled PPO exactly when rank 0 does
+        storage.acting_version = min(fragment.version for fragment in fragments)
+        broadcast_floats([1.0, gamma, gae_lambda, float(storage.acting_version)], device)
         whole, last_values = whole_buffers(fragments, device, storage_fields(storage))
         for name in storage_fields(storage):
             scatter_columns(whole[name], getattr(storage, name), 0, self.ranks)
@@ -112,7 +114,7 @@ class ShardedRayRollouts(RayRollouts):
     def stop_replicas(self) -> None:
         """Tell the other ranks the run is over (after rank 0's last update)."""
         if self._go:
-            broadcast_floats([0.0, 0.0, 0.0], self._attached().storage.device)
+            broadcast_floats([0.0, 0.0, 0.0, 0.0], self._attached().storage.device)
             self._go = False
 
 
@@ -136,9 +138,10 @@ def replica_loop(settings: ActorSettings, artifacts_dir: Path, rank: int, ranks:
     make_data_parallel(state, ranks)
     last_values = torch.empty(storage.num_envs, device=device)
     while True:
-        go, gamma, gae_lambda = broadcast_floats([0.0, 0.0, 0.0], device)
+        go, gamma, gae_lambda, version = broadcast_floats([0.0, 0.0, 0.0, 0.0], device)
         if not go:
             return
+        storage.acting_version = int(version)
         for name in storage_fields(storage):
             scatter_columns(None, getattr(storage, name), rank, ranks)
         scatter_columns(None, last_values, rank, ranks)

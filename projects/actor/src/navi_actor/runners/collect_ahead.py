@@ -5,10 +5,12 @@ collector is mostly single-threaded simulator and Python work. Running the two a
 Python threads (torch and numba release the GIL in their kernels) fills that gap.
 
 What changes for learning: each rollout is acted with the weights of one update earlier, the same
-one-version lag as Ray's ``collect_ahead`` workers (``navi_actor.distributed``). PPO's ratio is
-taken against the log-probabilities the acting weights recorded, so the clip still bounds the step
-from the policy that produced the data. Advantages are recomputed with the current discount
-(``rollout.gamma_final`` schedules) when a rollout is handed to the learner.
+one-version lag as Ray's ``collect_ahead`` workers (``navi_actor.distributed``). The rollout is
+tagged with that version (``RolloutStorage.acting_version``), and the learner replays it once under
+its current weights and learns with decoupled PPO (``algorithms.losses.clipped_surrogate_loss``):
+the clip and the KL early stop measure each update's own step, as in the serial trainer, and an
+importance weight corrects for the older weights that acted. Advantages are recomputed with the
+current discount (``rollout.gamma_final`` schedules) when a rollout is handed to the learner.
 
 How it stays race-free: the collector acts with its own copy of the policy and of the reward
 shaper (RND, episodic memory) and writes into its own storage. The copies are synchronised only at
@@ -74,7 +76,8 @@ class AheadRollouts(LocalRollouts):
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="navi-collect-ahead")
         if self._pending is None:
-            self._pending = self._pool.submit(collector.collect, gamma, gae_lambda)
+            self._submit(runner, gamma, gae_lambda)
+        assert self._pending is not None
         stats = self._pending.result()  # re-raises what the collector thread raised
         self._pending = None
         filled, last_values = collector.storage, collector.last_values
@@ -82,8 +85,15 @@ class AheadRollouts(LocalRollouts):
         collector.storage, runner.storage = runner.storage, filled
         filled.compute_returns(last_values, gamma, gae_lambda)  # today's discount
         self._synchronise(runner)
-        self._pending = self._pool.submit(collector.collect, gamma, gae_lambda)
+        self._submit(runner, gamma, gae_lambda)
         return stats
+
+    def _submit(self, runner: OnPolicyRunner, gamma: float, gae_lambda: float) -> None:
+        """Start collecting the next rollout with the acting copy's weights, tagged with the learner
+        update they come from (the learner replays older ones for decoupled PPO's proximal policy)."""
+        assert self._pool is not None and self.collector is not None
+        self.collector.storage.acting_version = runner.learner.update_index
+        self._pending = self._pool.submit(self.collector.collect, gamma, gae_lambda)
 
     def _synchronise(self, runner: OnPolicyRunner) -> None:
         """Neither thread runs: the learner's weights to the acting copies, RND statistics back."""

@@ -47,6 +47,9 @@ class SequenceBatch:
     # [L, M] log of the share of the policy's std each action was drawn with (rollout.quiet_drones;
     # 0: the policy's own std)
     noise_log_scales: torch.Tensor | None = None
+    # [L, M] log-probabilities under the learner's weights at the update's start, when older weights
+    # acted (RolloutStorage.acting_version); None: the weights that acted are the learner's
+    proximal_log_probs: torch.Tensor | None = None
 
 
 class RolloutStorage:
@@ -112,6 +115,13 @@ class RolloutStorage:
         self.returns = floats(T, B)
         #: [T, B, A] set by the learner before an update that uses the symmetry loss; None otherwise
         self.mirror_means: torch.Tensor | None = None
+        #: learner update index of the oldest weights that acted in this rollout, set by a rollout
+        #: source that collects ahead of the learner (collect-ahead, Ray workers); None: the learner's
+        #: own current weights acted (the serial collector)
+        self.acting_version: int | None = None
+        #: [T, B] set by the learner before an update on a rollout older weights acted (its
+        #: log-probabilities under the weights at the update's start); None otherwise
+        self.proximal_log_probs: torch.Tensor | None = None
 
     def insert(
         self,
@@ -250,17 +260,24 @@ class RolloutStorage:
         per_batch = self.num_sequences // num_minibatches
         order = torch.randperm(self.num_sequences, generator=generator, device=self.device)
         for start in range(0, self.num_sequences, per_batch):
-            yield self._gather(order[start : start + per_batch])
+            yield self.gather(order[start : start + per_batch])
 
-    def _gather(self, sequence_ids: torch.Tensor) -> SequenceBatch:
+    def _chunked(self, buffer: torch.Tensor) -> torch.Tensor:
+        """A ``[T, B, ...]`` buffer viewed as ``[L, C, B, ...]`` (no copy: writes reach the buffer)."""
+        return buffer.view(self.num_chunks, self.sequence_length, *buffer.shape[1:]).transpose(0, 1)
+
+    def scatter(self, buffer: torch.Tensor, sequence_ids: torch.Tensor, values: torch.Tensor) -> None:
+        """Write ``[L, M, ...]`` values of sequences ``sequence_ids`` into a ``[T, B, ...]`` buffer:
+        the inverse of :meth:`gather`'s slicing."""
+        self._chunked(buffer)[:, sequence_ids // self.num_envs, sequence_ids % self.num_envs] = values
+
+    def gather(self, sequence_ids: torch.Tensor) -> SequenceBatch:
         """Slice sequences ``s = chunk * B + drone`` out of the ``[T, B]`` buffers, time-major."""
         chunk, drone = sequence_ids // self.num_envs, sequence_ids % self.num_envs
-        C, L = self.num_chunks, self.sequence_length
 
         def take(buffer: torch.Tensor) -> torch.Tensor:
             # [T, B, ...] -> [L, C, B, ...]; adjacent advanced indices (C, B) -> fresh [L, M, ...] tensor
-            chunked = buffer.view(C, L, *buffer.shape[1:]).transpose(0, 1)
-            return chunked[:, chunk, drone]
+            return self._chunked(buffer)[:, chunk, drone]
 
         return SequenceBatch(
             obs=take(self.obs),
@@ -276,4 +293,5 @@ class RolloutStorage:
             visit_features=take(self.visit_features),
             noise_log_scales=take(self.noise_log_scales),
             mirror_means=None if self.mirror_means is None else take(self.mirror_means),
+            proximal_log_probs=None if self.proximal_log_probs is None else take(self.proximal_log_probs),
         )
