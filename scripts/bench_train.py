@@ -23,7 +23,8 @@ while the update runs: ``env`` / ``policy_forward`` / ``shaping`` are then the c
 seconds, overlapping the update, ``collect_wait`` is what the training thread waited for it, and the
 bound is the slower of the two threads (the measured collection, or the update at the matmul rate).
 The process CPU time of the update then includes the collector thread's, so ``update_efficiency``
-reads low: measure the efficiency without collect-ahead. ``minibatches_per_update`` against
+reads low (and the update's time includes decoupled PPO's replay of the rollout, which the FLOP
+count leaves out): measure the efficiency without collect-ahead. ``minibatches_per_update`` against
 ``scheduled_minibatches_per_update`` shows whether the KL stop (``ppo.target_kl``) cut updates short.
 
 Targets (2 CPU cores, issue 16): >= 300 steps/s end to end; update efficiency >= 0.5.

@@ -428,8 +428,9 @@ class PPOLearner:
         """``[T, B]`` log-probabilities of the rollout's actions under the weights at this update's
         start, for a rollout older weights acted (``storage.acting_version``).
 
-        One no-grad replay of the rollout in minibatch-sized groups (about an eighth of a 4-epoch
-        update's work); only rollouts acted by older weights (collect-ahead, Ray workers) pay it.
+        One no-grad replay of the rollout in minibatch-sized groups (measured at about a tenth of a
+        default update's time); only rollouts acted by older weights (collect-ahead, Ray workers)
+        pay it.
         Each rank of a data-parallel learner replays its own columns with its own weights (no
         collective: the wrapped evaluation is not used).
         """
