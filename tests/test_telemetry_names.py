@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 import navi_dashboard
-from navi_actor.algorithms.ppo import METRIC_NAMES, UpdateResult
+from navi_actor.algorithms.update_metrics import METRIC_NAMES, UpdateResult
 from navi_actor.inference.telemetry import ActingTelemetry
 from navi_actor.runners.progress import TrainingCounters, update_record
 from navi_actor.runners.rollout_collector import RolloutStats

@@ -7,7 +7,8 @@ import torch
 from point_rollouts import RecordingEnv, collected
 
 from navi_actor.algorithms.losses import self_imitation_loss
-from navi_actor.algorithms.ppo import SELF_IMITATION_METRIC, PPOLearner
+from navi_actor.algorithms.ppo import PPOLearner
+from navi_actor.algorithms.update_metrics import SELF_IMITATION_METRIC
 from navi_actor.config import PPOConfig
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.runners.rollout_collector import RolloutCollector

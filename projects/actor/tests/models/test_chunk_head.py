@@ -11,7 +11,8 @@ import torch
 from point_rollouts import collected
 
 from navi_actor.algorithms.losses import chunk_prediction_loss, chunk_targets
-from navi_actor.algorithms.ppo import CHUNK_METRIC, PPOLearner
+from navi_actor.algorithms.ppo import PPOLearner
+from navi_actor.algorithms.update_metrics import CHUNK_METRIC
 from navi_actor.bc import BCConfig
 from navi_actor.bc.dataset import DemoData
 from navi_actor.bc.trainer import train_bc

@@ -6,7 +6,8 @@ import pytest
 import torch
 from point_rollouts import collected
 
-from navi_actor.algorithms.ppo import SYMMETRY_METRIC, PPOLearner
+from navi_actor.algorithms.ppo import PPOLearner
+from navi_actor.algorithms.update_metrics import SYMMETRY_METRIC
 from navi_actor.config import PPOConfig
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.models.mirror import mirror_action, mirror_observation

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from navi_actor.algorithms.losses import visit_prediction_loss
-from navi_actor.algorithms.ppo import VISIT_METRIC, PPOLearner
+from navi_actor.algorithms.ppo import PPOLearner
+from navi_actor.algorithms.update_metrics import VISIT_METRIC
 from navi_actor.config import PPOConfig
 from navi_actor.envs.point import PointGoalEnv
 from navi_actor.inference.stepper import PolicyStepper

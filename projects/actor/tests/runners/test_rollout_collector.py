@@ -60,7 +60,7 @@ class SceneTaggedEnv(PointGoalEnv):
 
 
 def test_update_record_carries_active_actors_and_actor0_scene_for_the_dashboard() -> None:
-    from navi_actor.algorithms.ppo import UpdateResult
+    from navi_actor.algorithms.update_metrics import UpdateResult
     from navi_actor.runners.progress import TrainingCounters, update_record
 
     torch.manual_seed(0)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -24,6 +23,18 @@ from navi_actor.algorithms.losses import (
     visit_prediction_loss,
 )
 from navi_actor.algorithms.stage_timer import StageTimer
+from navi_actor.algorithms.update_metrics import (
+    CHUNK_METRIC,
+    DAGGER_METRIC,
+    METRIC_NAMES,
+    OPTIONAL_METRICS,
+    SELF_IMITATION_METRIC,
+    SYMMETRY_METRIC,
+    VISIT_METRIC,
+    AllReduce,
+    UpdateResult,
+    explained_variance,
+)
 from navi_actor.config import PPOConfig
 from navi_actor.memory.visits import mirror_visit_features
 from navi_actor.models import NaviPolicy
@@ -31,57 +42,7 @@ from navi_actor.models.mirror import mirror_action, mirror_observation
 from navi_actor.models.policy import SequenceEval
 from navi_actor.storage.rollout_storage import RolloutStorage, SequenceBatch
 
-AllReduce = Callable[[torch.Tensor], object]  #: sums a tensor in place over data-parallel ranks
-
-
-def explained_variance(
-    values: torch.Tensor, returns: torch.Tensor, all_reduce: AllReduce | None = None
-) -> torch.Tensor:
-    """``1 - Var(returns - values) / Var(returns)``: 1 is a perfect critic, 0 no better than a constant.
-
-    NaN when the returns do not vary (nothing to explain). Shapes: any, equal; returns a scalar.
-    With ``all_reduce`` the variances are those of every rank's rows together (data-parallel shards).
-    """
-    if all_reduce is None:
-        variance = returns.var()
-        return torch.where(variance > 0, 1.0 - (returns - values).var() / variance, torch.nan)
-    pairs = torch.stack([returns.flatten(), (returns - values).flatten()]).double()  # [2, n]
-    sums = torch.cat([pairs.sum(dim=1), pairs.new_tensor([pairs.shape[1]])])  # [sum r, sum d, n]
-    all_reduce(sums)
-    squares = (pairs - (sums[:2] / sums[2])[:, None]).square().sum(dim=1)
-    all_reduce(squares)
-    variance, residual = (squares / (sums[2] - 1)).float()
-    return torch.where(variance > 0, 1.0 - residual / variance, torch.nan)
-
-
-METRIC_NAMES = (
-    "policy_loss",
-    "value_loss",
-    "entropy",
-    "approx_kl",
-    "clip_fraction",
-    "reference_kl",
-    "grad_norm",
-    "auxiliary_loss",
-)
-CHUNK_METRIC = "chunk_loss"  #: reported only by policies with a chunk head (policy.action_chunk > 1)
-SYMMETRY_METRIC = "symmetry_loss"  #: reported only with the mirror-symmetry loss (ppo.symmetry_coef > 0)
-VISIT_METRIC = "visit_prediction_loss"  #: reported only with a visit head (policy.visit_prediction)
-SELF_IMITATION_METRIC = "self_imitation_loss"  #: reported only when ppo.self_imitation_coef > 0
-DAGGER_METRIC = "dagger_loss"  #: reported only once labelled mean-action flights exist (ppo.dagger_*)
 AuxiliaryStep = Callable[[SequenceBatch], torch.Tensor]
-
-
-@dataclass
-class UpdateResult:
-    """What one update did: mean metrics of the last epoch run, stage seconds, epochs, early stop."""
-
-    metrics: dict[str, float]
-    timings: dict[str, float]
-    epochs_run: int
-    early_stopped: bool
-    learning_rate: float
-    per_epoch: list[dict[str, float]] = field(default_factory=list)
 
 
 class PPOLearner:
@@ -286,8 +247,7 @@ class PPOLearner:
         on_minibatch: Callable[[], None] | None,
     ) -> dict[str, float]:
         cfg = self.config
-        extras = (CHUNK_METRIC, SYMMETRY_METRIC, VISIT_METRIC, SELF_IMITATION_METRIC, DAGGER_METRIC)
-        sums = torch.zeros(len(METRIC_NAMES) + len(extras), device=storage.device)
+        sums = torch.zeros(len(METRIC_NAMES) + len(OPTIONAL_METRICS), device=storage.device)
         batches = storage.sequence_minibatches(cfg.num_minibatches, generator)
         pending = 0
         for _index in range(cfg.num_minibatches):
@@ -313,17 +273,16 @@ class PPOLearner:
             self.all_reduce(sums)
             sums[METRIC_NAMES.index("grad_norm")] = grad_norm
         means = (sums / cfg.num_minibatches).tolist()  # the one host copy of this epoch
-        metrics = dict(zip((*METRIC_NAMES, *extras), means, strict=True))
-        if self.policy.actor.chunk is None:
-            del metrics[CHUNK_METRIC]
-        if cfg.symmetry_coef == 0.0:
-            del metrics[SYMMETRY_METRIC]
-        if self.policy.visit_head is None:
-            del metrics[VISIT_METRIC]
-        if cfg.self_imitation_coef == 0.0:
-            del metrics[SELF_IMITATION_METRIC]
-        if self.dagger_loss is None:
-            del metrics[DAGGER_METRIC]
+        metrics = dict(zip((*METRIC_NAMES, *OPTIONAL_METRICS), means, strict=True))
+        absent = {
+            CHUNK_METRIC: self.policy.actor.chunk is None,
+            SYMMETRY_METRIC: cfg.symmetry_coef == 0.0,
+            VISIT_METRIC: self.policy.visit_head is None,
+            SELF_IMITATION_METRIC: cfg.self_imitation_coef == 0.0,
+            DAGGER_METRIC: self.dagger_loss is None,
+        }
+        for name in [name for name, missing in absent.items() if missing]:
+            del metrics[name]
         metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
         return metrics
 
@@ -335,7 +294,6 @@ class PPOLearner:
             old_log_probs, advantages = batch.old_log_probs.reshape(-1), batch.advantages.reshape(-1)
         with timer.stage("policy_eval"):
             evaluation = self._evaluate(batch, self.evaluate)
-            lagged = cfg.open_loop_fraction > 0.0 and batch.lags is not None
             log_probs = evaluation.log_prob.reshape(-1)
             proximal = None if batch.proximal_log_probs is None else batch.proximal_log_probs.reshape(-1)
             policy_loss, clip_fraction, approx_kl = clipped_surrogate_loss(
@@ -349,76 +307,72 @@ class PPOLearner:
             )
             entropy = evaluation.entropy.mean()
             reference_kl = self._reference_kl(batch, log_probs)
-            loss = cfg.value_coef * value_loss
-            chunk_loss = torch.zeros((), device=loss.device)
-            if evaluation.later_means is not None:
-                # targets: the policy's own later mean actions along this rollout sequence (detached)
-                chunk_loss = chunk_prediction_loss(
-                    evaluation.later_means, evaluation.action_mean.detach(), batch.episode_starts
-                )
-                loss = loss + cfg.chunk_coef * chunk_loss
-            visit_loss = torch.zeros((), device=loss.device)
-            if evaluation.visit_logits is not None:
-                assert batch.visit_features is not None, "a visit head needs the rollout's visit features"
-                # the core's own map: learned from the first update, as the critic (no warm-up)
-                visit_loss = visit_prediction_loss(evaluation.visit_logits, batch.visit_features)
-                loss = loss + cfg.visit_prediction_coef * visit_loss
-            symmetry_loss = torch.zeros((), device=loss.device)
-            if cfg.symmetry_coef > 0.0 and batch.mirror_means is not None:
-                symmetry_loss = (evaluation.action_mean - batch.mirror_means).square().mean()
-            imitation_loss = torch.zeros((), device=loss.device)
-            if cfg.self_imitation_coef > 0.0:
-                # an open-loop step executed an earlier tick's chunk entry, not this tick's mean: skipped
-                fresh = batch.lags.reshape(-1) == 0 if lagged and batch.lags is not None else None
-                gains = advantages if fresh is None else advantages * fresh
-                imitation_loss = self_imitation_loss(
-                    evaluation.action_mean.flatten(0, -2),
-                    batch.actions.flatten(0, -2),
-                    gains,
-                    self.policy.cfg.action_squash,
-                )
-            dagger_loss = torch.zeros((), device=loss.device)
-            if self.dagger_loss is not None and not warming_up:
-                dagger_loss = self.dagger_loss(self.policy)
+            optional = self._optional_losses(batch, evaluation, advantages, warming_up)
+            # the critic and the self-supervised heads learn from the first update (no warm-up)
+            loss = cfg.value_coef * value_loss + cfg.chunk_coef * optional[CHUNK_METRIC]
+            loss = loss + cfg.visit_prediction_coef * optional[VISIT_METRIC]
             if not warming_up:
-                loss = loss + policy_loss - cfg.entropy_coef * entropy + cfg.symmetry_coef * symmetry_loss
-                loss = loss + cfg.self_imitation_coef * imitation_loss + cfg.dagger_coef * dagger_loss
+                loss = loss + policy_loss - cfg.entropy_coef * entropy
+                loss = loss + cfg.symmetry_coef * optional[SYMMETRY_METRIC]
+                loss = loss + cfg.self_imitation_coef * optional[SELF_IMITATION_METRIC]
+                loss = loss + cfg.dagger_coef * optional[DAGGER_METRIC]
                 loss = loss + self.reference_kl_coef() * reference_kl
         with timer.stage("backward"):
             # A data-parallel rank's loss, weighted by its share of the minibatch, times the ranks
             # DDP averages over: the averaged gradient is the whole minibatch's (1.0 x 1 alone).
             (loss * (batch.share * self.ranks) / cfg.gradient_accumulation).backward()
         zero = torch.zeros((), device=loss.device)
-        return batch.share * torch.stack(
-            [
-                policy_loss.detach(),
-                value_loss.detach(),
-                entropy.detach(),
-                approx_kl,
-                clip_fraction,
-                reference_kl.detach(),
-                zero,
-                zero,
-                chunk_loss.detach(),
-                symmetry_loss.detach(),
-                visit_loss.detach(),
-                imitation_loss.detach(),
-                dagger_loss.detach(),
-            ]
-        )
+        required = [policy_loss.detach(), value_loss.detach(), entropy.detach(), approx_kl, clip_fraction]
+        required += [reference_kl.detach(), zero, zero]  # grad_norm and auxiliary_loss: filled by the epoch
+        return batch.share * torch.stack(required + [optional[name].detach() for name in OPTIONAL_METRICS])
+
+    def _optional_losses(
+        self, batch: SequenceBatch, evaluation: SequenceEval, advantages: torch.Tensor, warming_up: bool
+    ) -> dict[str, torch.Tensor]:
+        """The loss terms only some configurations use, by metric name (a zero where one is off)."""
+        cfg = self.config
+        zero = torch.zeros((), device=advantages.device)
+        losses = dict.fromkeys(OPTIONAL_METRICS, zero)
+        if evaluation.later_means is not None:
+            # targets: the policy's own later mean actions along this rollout sequence (detached)
+            losses[CHUNK_METRIC] = chunk_prediction_loss(
+                evaluation.later_means, evaluation.action_mean.detach(), batch.episode_starts
+            )
+        if evaluation.visit_logits is not None:
+            assert batch.visit_features is not None, "a visit head needs the rollout's visit features"
+            losses[VISIT_METRIC] = visit_prediction_loss(evaluation.visit_logits, batch.visit_features)
+        if cfg.symmetry_coef > 0.0 and batch.mirror_means is not None:
+            losses[SYMMETRY_METRIC] = (evaluation.action_mean - batch.mirror_means).square().mean()
+        if cfg.self_imitation_coef > 0.0:
+            # an open-loop step executed an earlier tick's chunk entry, not this tick's mean: skipped
+            lags = self._lags(batch)
+            gains = advantages if lags is None else advantages * (lags.reshape(-1) == 0)
+            losses[SELF_IMITATION_METRIC] = self_imitation_loss(
+                evaluation.action_mean.flatten(0, -2),
+                batch.actions.flatten(0, -2),
+                gains,
+                self.policy.cfg.action_squash,
+            )
+        if self.dagger_loss is not None and not warming_up:
+            losses[DAGGER_METRIC] = self.dagger_loss(self.policy)
+        return losses
+
+    def _lags(self, batch: SequenceBatch) -> torch.Tensor | None:
+        """The minibatch's chunk lags when rollouts may run open loop, else None.
+
+        Only then: evaluating with lags costs a host sync per minibatch.
+        """
+        return batch.lags if self.config.open_loop_fraction > 0.0 else None
 
     def _evaluate(self, batch: SequenceBatch, evaluate: Callable[..., SequenceEval]) -> SequenceEval:
         """Replay one minibatch's sequences as they were acted (``evaluate``: the policy's own or the
-        data-parallel wrapper)."""
-        # open-loop rollouts: each action's log-probability under the chunk entry it was drawn from
-        # (only then: checking the lags costs a host sync per minibatch)
-        lagged = self.config.open_loop_fraction > 0.0 and batch.lags is not None
+        data-parallel wrapper); open-loop actions are scored under the chunk entry they came from."""
         return evaluate(
             batch.obs,
             batch.actions,
             batch.state0,
             batch.episode_starts,
-            batch.lags if lagged else None,
+            self._lags(batch),
             loop_scores=batch.loop_scores,
             visit_features=batch.visit_features,
             noise_log_scales=batch.noise_log_scales,

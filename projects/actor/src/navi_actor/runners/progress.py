@@ -6,7 +6,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from navi_actor.algorithms.ppo import UpdateResult
+from navi_actor.algorithms.update_metrics import UpdateResult
 from navi_actor.runners.rollout_collector import RolloutStats
 
 
