@@ -281,8 +281,9 @@ class PPOLearner:
             SELF_IMITATION_METRIC: cfg.self_imitation_coef == 0.0,
             DAGGER_METRIC: self.dagger_loss is None,
         }
-        for name in [name for name, missing in absent.items() if missing]:
-            del metrics[name]
+        for name, missing in absent.items():
+            if missing:
+                del metrics[name]
         metrics["grad_norm"] = metrics["grad_norm"] * cfg.num_minibatches / optimizer_steps
         return metrics
 
