@@ -27,6 +27,14 @@ reads low (and the update's time includes decoupled PPO's replay of the rollout,
 count leaves out): measure the efficiency without collect-ahead. ``minibatches_per_update`` against
 ``scheduled_minibatches_per_update`` shows whether the KL stop (``ppo.target_kl``) cut updates short.
 
+``--by-operator`` (CPU, serial) profiles one more update with ``torch.profiler`` and adds
+``by_operator``: per operator class (dense products ``mm``/``addmm``/``bmm``, the attention kernels,
+the convolutions) its share of the update's FLOPs (``FlopCounterMode`` over a whole update of the
+same schedule), its share of the operators' time and its rate against the dense matmul, all in wall
+seconds; ``uncounted`` is the time of operators that do no counted arithmetic (copies, norms,
+activations, the optimiser). ``efficiency_without_uncounted`` is what the update would reach with
+that time gone and every class at its measured rate: a ceiling for cutting overheads alone.
+
 Targets (2 CPU cores, issue 16): >= 300 steps/s end to end; update efficiency >= 0.5.
 
 On CUDA (``--device cuda``) the clocks are wall clocks read after ``torch.cuda.synchronize()`` (work
@@ -36,7 +44,7 @@ dense float32 matmul on the same GPU, per wall second. ``--num-actors`` sets the
 (GPUs want hundreds).
 
     uv run python scripts/bench_train.py [--gmdag-file F] [--iterations 2] [--threads 2] [--device cpu]
-        [--num-actors N] [--temporal-core gru] [--collect-ahead]
+        [--num-actors N] [--temporal-core gru] [--collect-ahead] [--by-operator]
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from typing import Any
 
 import click
 import torch
+from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from navi_actor.config import ActorSettings
@@ -76,18 +85,22 @@ def clock(device: torch.device) -> float:
     return time.process_time()
 
 
-def matmul_flops_per_second(device: torch.device, size: int = 512, repeats: int = 20) -> float:
-    """Best dense float32 ``size x size`` matmul rate in FLOPs per :func:`clock` second on ``device``."""
+def matmul_flops_per_second(
+    device: torch.device, size: int = 512, repeats: int = 20, wall: bool = False
+) -> float:
+    """Best dense float32 ``size x size`` matmul rate in FLOPs per :func:`clock` second on ``device``
+    (per wall second with ``wall``)."""
     if device.type == "cuda":
         size, repeats = 4096, 50  # enough work per launch to fill the GPU
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     torch.mm(a, b)
     best = float("inf")
+    seconds = time.perf_counter if wall else (lambda: clock(device))
     for _ in range(5):
-        started = clock(device)
+        started = seconds()
         for _ in range(repeats):
             torch.mm(a, b)
-        best = min(best, (clock(device) - started) / repeats)
+        best = min(best, (seconds() - started) / repeats)
     return 2 * size**3 / best
 
 
@@ -137,6 +150,59 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
     }
 
 
+#: Operator classes whose FLOPs ``FlopCounterMode`` counts, by a test on the bare operator name.
+OPERATOR_CLASSES: dict[str, Any] = {
+    "matmul": lambda name: name in {"mm", "addmm", "bmm", "baddbmm"},
+    "attention": lambda name: "scaled_dot_product" in name,
+    "convolution": lambda name: "convolution" in name,
+}
+
+
+def operator_class(name: str) -> str:
+    """Class of an operator named as the profiler (``aten::mm``) or the FLOP counter (``aten.mm``)
+    names it; ``uncounted`` for operators without counted arithmetic."""
+    bare = name.rsplit("::", maxsplit=1)[-1].removeprefix("aten.").split(".")[0]
+    return next((key for key, test in OPERATOR_CLASSES.items() if test(bare)), "uncounted")
+
+
+def update_by_operator(runner: OnPolicyRunner) -> dict[str, Any]:
+    """Profile one update by operator class against the FLOPs a counted update of the same schedule
+    does (FLOPs depend on shapes only, so a second rollout's update counts the same)."""
+    rollout, ppo = runner.settings.rollout, runner.settings.ppo
+    update = runner.learner.update
+    flops: dict[str, float] = dict.fromkeys([*OPERATOR_CLASSES, "uncounted"], 0.0)
+    runner.source.collect(rollout.gamma, rollout.gae_lambda)
+    with FlopCounterMode(display=False) as counter:
+        counted = update(runner.storage, runner.shuffle, runner.shaping.auxiliary_step)
+    for op, count in counter.get_flop_counts()["Global"].items():
+        flops[operator_class(str(op))] += count
+    runner.source.collect(rollout.gamma, rollout.gae_lambda)
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        profiled = update(runner.storage, runner.shuffle, runner.shaping.auxiliary_step)
+    seconds = dict.fromkeys(flops, 0.0)
+    for event in profiler.key_averages():
+        seconds[operator_class(event.key)] += event.self_cpu_time_total / 1e6  # the op's wall, in us
+    scale = profiled.epochs_run / counted.epochs_run  # the KL stop may end one of them early
+    flops = {key: value * scale for key, value in flops.items()}
+    peak = matmul_flops_per_second(torch.device("cpu"), wall=True)
+    total_seconds, total_flops = sum(seconds.values()), sum(flops.values())
+    report: dict[str, Any] = {
+        key: {
+            "flop_share": round(flops[key] / total_flops, 4),
+            "time_share": round(seconds[key] / total_seconds, 4),
+            "efficiency": round(flops[key] / max(seconds[key], 1e-9) / peak, 4),
+        }
+        for key in OPERATOR_CLASSES
+    }
+    report["uncounted"] = {"time_share": round(seconds["uncounted"] / total_seconds, 4)}
+    report["matmul_flops_per_wall_second"] = round(peak)
+    report["minibatches"] = profiled.epochs_run * ppo.num_minibatches
+    report["efficiency"] = round(total_flops / total_seconds / peak, 4)
+    counted_seconds = total_seconds - seconds["uncounted"]
+    report["efficiency_without_uncounted"] = round(total_flops / counted_seconds / peak, 4)
+    return report
+
+
 @click.command()
 @click.option("--gmdag-file", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None)
 @click.option("--iterations", type=int, default=2, show_default=True, help="Timed collect+update rounds.")
@@ -149,6 +215,11 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
     default=None,
     help="Collect the next rollout while the update runs (rollout.collect_ahead) [the default trainer's].",
 )
+@click.option(
+    "--by-operator",
+    is_flag=True,
+    help="Profile one more update by operator class (CPU, without collect-ahead): FLOP and time shares.",
+)
 def main(
     *,
     gmdag_file: Path | None,
@@ -158,9 +229,12 @@ def main(
     temporal_core: str | None,
     num_actors: int | None,
     collect_ahead: bool | None,
+    by_operator: bool,
 ) -> None:
     """Measure the default trainer end to end and print one JSON line."""
     configure_logging("warning")  # logs to stderr: stdout carries only the JSON line
+    if by_operator and (device != "cpu" or collect_ahead):
+        raise click.UsageError("--by-operator profiles the CPU update alone: drop --device, --collect-ahead")
     if threads is not None:
         torch.set_num_threads(threads)
     values: dict[str, Any] = {
@@ -181,6 +255,7 @@ def main(
         timed_iteration(runner)  # warm-up: numba compilation, first allocations
         rounds = [timed_iteration(runner) for _ in range(iterations)]
         runner.source.finish()  # collect-ahead: the rollout collected during the last update
+        operators = update_by_operator(runner) if by_operator else None
     per_minibatch = minibatch_flops(runner)
     torch_device = runner.storage.device
     matmul_rate = matmul_flops_per_second(torch_device)
@@ -224,6 +299,7 @@ def main(
                 "matmul_flops_per_second": round(matmul_rate),
                 "update_efficiency": round(update_rate / matmul_rate, 4),
                 "target_update_efficiency": TARGET_EFFICIENCY,
+                **({"by_operator": operators} if operators is not None else {}),
                 "env_steps_timed": int(total["steps"]),
                 "actors": built.env.num_actors,
                 "observation_shape": list(built.env.observation_shape),
