@@ -249,6 +249,12 @@ class TrainConfig(SettingsGroup):
     artifacts_dir: Path | None = Field(
         default=None, description="Where runs and the model registry live (default: <repo>/artifacts)."
     )
+    keep_freed_memory: bool = Field(
+        default=True,
+        description="Keep freed buffers mapped for reuse (glibc's malloc thresholds at 32 MiB / 1 GiB): "
+        "the update stops paying page faults on fresh memory (8 % faster on 2 cores), at the cost of "
+        "resident memory; no effect off glibc (navi_actor.runners.allocator).",
+    )
     logger: Literal["none", "tensorboard", "wandb"] = Field(
         default="none",
         description="Also write metrics.jsonl's scalars to TensorBoard (<run>/tensorboard/) or W&B (offline "

@@ -29,6 +29,7 @@ from navi_actor.config import ActorSettings
 from navi_actor.models import NaviPolicy, PolicyConfig
 from navi_actor.registry import ModelRegistry, RegistryEntry
 from navi_actor.registry.model_registry import comparison_key
+from navi_actor.runners.allocator import keep_freed_memory
 from navi_actor.runners.progress import TrainingCounters
 from navi_actor.runners.resume import capture_rng, choose_start, restore
 from navi_actor.runners.run_folder import RunFolder
@@ -102,6 +103,8 @@ class LearnerState:
         Returns:
             The state, with counters, optimiser, RNG and shaping modules restored when resuming.
         """
+        if settings.train.keep_freed_memory:  # every trainer path builds its state here
+            keep_freed_memory()
         device = torch.device(settings.train.device)
         start = choose_start(
             settings, observation_shape, registry, explicit=explicit, corpus_summary=corpus_summary
