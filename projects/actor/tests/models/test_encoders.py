@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from navi_actor.models import PolicyConfig
@@ -109,3 +111,34 @@ def test_rayvit_sector_readout_pools_the_last_layer_over_the_sector_grid() -> No
     sectors = grid.permute(0, 3, 1, 2)  # [B, D, 8 az sectors, 2 bands]: at this size one token each
     expected = encoder.norm_embed(encoder.project(sectors.flatten(1)))
     torch.testing.assert_close(encoder(obs), expected)
+
+
+def test_rayvit_tokens_enter_the_layers_contiguous_with_the_same_values_and_gradients() -> None:
+    """The patch tokens are copied token-major once so the layer norms copy nothing; the encoding
+    and every parameter's gradient equal, bit for bit, those of the tokens left transposed."""
+    torch.manual_seed(0)
+    encoder = RayViTEncoder(PolicyConfig(visit_input=False, azimuth=64, elevation=16, vit_readout="sectors"))
+    obs = torch.rand(4, 3, 64, 16)
+    layouts: list[bool] = []
+    encoder.blocks[0].register_forward_pre_hook(lambda _, args: layouts.append(args[0].is_contiguous()))
+
+    def transposed_reference() -> torch.Tensor:
+        tokens = encoder.patch_embed(obs).flatten(2).transpose(1, 2) + encoder.positional
+        for block in encoder.blocks:
+            tokens = block(tokens)
+        grid = encoder.norm_out(tokens).transpose(1, 2).unflatten(2, encoder.grid)
+        pooled = torch.nn.functional.adaptive_avg_pool2d(grid, (8, 2)).flatten(1)
+        return encoder.norm_embed(encoder.project(pooled))
+
+    def encoding_and_gradients(encode: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        encoder.zero_grad(set_to_none=True)
+        encoding = encode()
+        encoding.square().sum().backward()
+        return encoding.detach(), [parameter.grad.clone() for parameter in encoder.parameters()]
+
+    encoding, gradients = encoding_and_gradients(lambda: encoder(obs))
+    assert layouts[0] is True
+    reference, reference_gradients = encoding_and_gradients(transposed_reference)
+    assert layouts[1] is False  # the reference really fed the layers transposed tokens
+    assert torch.equal(encoding, reference)
+    assert all(torch.equal(a, b) for a, b in zip(gradients, reference_gradients, strict=True))

@@ -108,7 +108,9 @@ class RayViTEncoder(nn.Module):
         """
         patches = self.patch_embed(obs)  # [B, D, Az/p, El/p]
         tokens = patches.flatten(2).transpose(1, 2)  # -> [B, (Az/p)*(El/p), D], row-major (az, el)
-        tokens = tokens + self.positional
+        # One copy to a token-major layout here: left transposed, every layer norm (and its backward)
+        # copied the tokens to contiguous memory again; the values are the same bit for bit.
+        tokens = tokens.contiguous() + self.positional
         if self.cls_token is None:  # sector readout: every layer in full, then the sector grid's means
             for block in self.blocks:
                 tokens = block(tokens)
