@@ -150,19 +150,21 @@ def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
     }
 
 
-#: Operator classes whose FLOPs ``FlopCounterMode`` counts, by a test on the bare operator name.
-OPERATOR_CLASSES: dict[str, Any] = {
-    "matmul": lambda name: name in {"mm", "addmm", "bmm", "baddbmm"},
-    "attention": lambda name: "scaled_dot_product" in name,
-    "convolution": lambda name: "convolution" in name,
-}
+#: Operator classes whose FLOPs ``FlopCounterMode`` counts; every other operator is ``uncounted``.
+COUNTED_CLASSES = ("matmul", "attention", "convolution")
 
 
 def operator_class(name: str) -> str:
     """Class of an operator named as the profiler (``aten::mm``) or the FLOP counter (``aten.mm``)
     names it; ``uncounted`` for operators without counted arithmetic."""
     bare = name.rsplit("::", maxsplit=1)[-1].removeprefix("aten.").split(".")[0]
-    return next((key for key, test in OPERATOR_CLASSES.items() if test(bare)), "uncounted")
+    if bare in {"mm", "addmm", "bmm", "baddbmm"}:
+        return "matmul"
+    if "scaled_dot_product" in bare:
+        return "attention"
+    if "convolution" in bare:
+        return "convolution"
+    return "uncounted"
 
 
 def update_by_operator(runner: OnPolicyRunner) -> dict[str, Any]:
@@ -170,7 +172,7 @@ def update_by_operator(runner: OnPolicyRunner) -> dict[str, Any]:
     does (FLOPs depend on shapes only, so a second rollout's update counts the same)."""
     rollout, ppo = runner.settings.rollout, runner.settings.ppo
     update = runner.learner.update
-    flops: dict[str, float] = dict.fromkeys([*OPERATOR_CLASSES, "uncounted"], 0.0)
+    flops: dict[str, float] = dict.fromkeys([*COUNTED_CLASSES, "uncounted"], 0.0)
     runner.source.collect(rollout.gamma, rollout.gae_lambda)
     with FlopCounterMode(display=False) as counter:
         counted = update(runner.storage, runner.shuffle, runner.shaping.auxiliary_step)
@@ -192,7 +194,7 @@ def update_by_operator(runner: OnPolicyRunner) -> dict[str, Any]:
             "time_share": round(seconds[key] / total_seconds, 4),
             "efficiency": round(flops[key] / max(seconds[key], 1e-9) / peak, 4),
         }
-        for key in OPERATOR_CLASSES
+        for key in COUNTED_CLASSES
     }
     report["uncounted"] = {"time_share": round(seconds["uncounted"] / total_seconds, 4)}
     report["matmul_flops_per_wall_second"] = round(peak)
