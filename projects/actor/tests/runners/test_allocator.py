@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from point_runner import point_settings
 
-from navi_actor.runners import learner_state
+from navi_actor.runners import allocator, learner_state
 from navi_actor.runners.env_factory import build_environment
 from navi_actor.runners.on_policy_runner import OnPolicyRunner
 
@@ -66,3 +66,23 @@ def test_every_trainer_build_keeps_freed_memory_unless_told_not_to(
     built = build_environment(config.environment, config.rollout.num_actors, config.train.device)
     OnPolicyRunner(config, built, artifacts_dir=tmp_path)
     assert calls == ([True] if keep else [])
+
+
+@pytest.mark.parametrize("platform_name", ["darwin", "win32"])
+def test_off_linux_nothing_is_set_and_it_says_so(monkeypatch: pytest.MonkeyPatch, platform_name: str) -> None:
+    """Where there is no glibc the call changes nothing and reports False instead of failing."""
+    loaded: list[str] = []
+    monkeypatch.setattr(allocator.sys, "platform", platform_name)
+    monkeypatch.setattr(allocator.ctypes, "CDLL", loaded.append)
+    assert allocator.keep_freed_memory() is False and loaded == []
+
+
+def test_a_linux_without_glibc_reports_false(monkeypatch: pytest.MonkeyPatch) -> None:
+    """musl and other C libraries have no ``libc.so.6``: False, no exception."""
+
+    def missing(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(allocator.sys, "platform", "linux")
+    monkeypatch.setattr(allocator.ctypes, "CDLL", missing)
+    assert allocator.keep_freed_memory() is False
