@@ -8,11 +8,13 @@ Prints ONE JSON line. The run is the default trainer (default policy: rayvit + m
 * ``steps_per_second``: environment steps (all drones) per wall-clock second, end to end;
 * ``split``: seconds in the environment, the policy forward while acting, the PPO update, other;
 * ``update_flops_per_second`` / ``matmul_flops_per_second`` / ``update_efficiency``: FLOPs of the
-  update (policy re-evaluation, losses, backward and the RND predictor step the update runs per
-  minibatch, counted once with ``torch.utils.flop_counter.FlopCounterMode`` for one minibatch and
-  scaled by the minibatches run) per process-CPU second, against dense float32 matmul FLOPs per
-  process-CPU second measured in the same process with the same thread count. CPU time rather than
-  wall time keeps the ratio meaningful on a shared machine.
+  update per process-CPU second, against dense float32 matmul FLOPs per process-CPU second measured
+  in the same process with the same thread count. CPU time rather than wall time keeps the ratio
+  meaningful on a shared machine. The update's FLOPs are counted with
+  ``torch.utils.flop_counter.FlopCounterMode``: one minibatch (policy re-evaluation, losses, backward
+  and the RND predictor step) scaled by the minibatches run, plus what each update runs once outside
+  its minibatches (``update_flops_per_update_outside_minibatches``: the symmetry loss's no-grad
+  replay of the mirrored rollout), found as a whole counted update less its minibatches.
 
 * ``steps_per_second_at_matmul_peak``: what the same run would reach if its update ran at the dense
   matmul rate (the update's FLOPs over that rate on the threads used, plus the measured rest): an
@@ -23,9 +25,10 @@ while the update runs: ``env`` / ``policy_forward`` / ``shaping`` are then the c
 seconds, overlapping the update, ``collect_wait`` is what the training thread waited for it, and the
 bound is the slower of the two threads (the measured collection, or the update at the matmul rate).
 The process CPU time of the update then includes the collector thread's, so ``update_efficiency``
-reads low (and the update's time includes decoupled PPO's replay of the rollout, which the FLOP
-count leaves out): measure the efficiency without collect-ahead. ``minibatches_per_update`` against
-``scheduled_minibatches_per_update`` shows whether the KL stop (``ppo.target_kl``) cut updates short.
+reads low: measure the efficiency without collect-ahead. (Decoupled PPO's replay of each rollout
+collected ahead runs once per update and is counted with the mirrored replay.)
+``minibatches_per_update`` against ``scheduled_minibatches_per_update`` shows whether the KL stop
+(``ppo.target_kl``) cut updates short.
 
 ``--by-operator`` (CPU, serial) profiles one more update with ``torch.profiler`` and adds
 ``by_operator``: per operator class (dense products ``mm``/``addmm``/``bmm``, the attention kernels,
@@ -121,6 +124,16 @@ def minibatch_flops(runner: OnPolicyRunner) -> int:
             runner.shaping.auxiliary_step(batch)
     runner.policy.zero_grad(set_to_none=True)
     return int(counter.get_total_flops())
+
+
+def update_flops_outside_minibatches(runner: OnPolicyRunner, per_minibatch: int) -> int:
+    """FLOPs an update runs once, outside its minibatches (the symmetry loss's replay of the mirrored
+    rollout): one whole update counted on the stored rollout, less its minibatches' FLOPs. FLOPs
+    depend on shapes only, so the count holds for every update of this schedule."""
+    with FlopCounterMode(display=False) as counter:
+        counted = runner.learner.update(runner.storage, runner.shuffle, runner.shaping.auxiliary_step)
+    minibatches = counted.epochs_run * runner.settings.ppo.num_minibatches
+    return int(counter.get_total_flops()) - minibatches * per_minibatch
 
 
 def timed_iteration(runner: OnPolicyRunner) -> dict[str, float]:
@@ -259,14 +272,16 @@ def main(
         runner.source.finish()  # collect-ahead: the rollout collected during the last update
         operators = update_by_operator(runner) if by_operator else None
     per_minibatch = minibatch_flops(runner)
+    outside_minibatches = update_flops_outside_minibatches(runner, per_minibatch)
     torch_device = runner.storage.device
     matmul_rate = matmul_flops_per_second(torch_device)
     total = {key: sum(r[key] for r in rounds) for key in rounds[0]}
-    update_rate = per_minibatch * total["minibatches"] / max(total["update_clock"], 1e-9)
+    timed_flops = per_minibatch * total["minibatches"] + outside_minibatches * iterations
+    update_rate = timed_flops / max(total["update_clock"], 1e-9)
     steps_per_second = total["steps"] / total["wall"]
     # the update at the matmul rate: a per-CPU-second rate times the threads on the CPU, wall on CUDA
     parallel = torch.get_num_threads() if torch_device.type == "cpu" else 1
-    update_at_peak = per_minibatch * total["minibatches"] / (matmul_rate * parallel)
+    update_at_peak = timed_flops / (matmul_rate * parallel)
     ahead = settings.rollout.collect_ahead
     collecting = total["env"] + total["policy"] + total["shaping"]  # on its own thread when ahead
     # serial: the rest as measured plus the update at the peak; ahead: the slower of the two threads
@@ -297,6 +312,7 @@ def main(
                 "minibatches_per_update": round(total["minibatches"] / iterations, 2),
                 "scheduled_minibatches_per_update": settings.ppo.epochs * settings.ppo.num_minibatches,
                 "update_flops_per_minibatch": per_minibatch,
+                "update_flops_per_update_outside_minibatches": outside_minibatches,
                 "update_flops_per_second": round(update_rate),
                 "matmul_flops_per_second": round(matmul_rate),
                 "update_efficiency": round(update_rate / matmul_rate, 4),

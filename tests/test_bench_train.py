@@ -33,14 +33,15 @@ def scene_file(tmp_path: Path) -> Path:
     return scene
 
 
-def run_bench(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    """The script on a tiny policy, 2 drones, one thread, one timed round; temporary files in tmp."""
+def run_bench(tmp_path: Path, *options: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    """The script on a tiny policy, 2 drones, one thread, one timed round; temporary files in tmp;
+    ``settings``: more environment variables."""
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
     return subprocess.run(
         [sys.executable, str(SCRIPT), "--gmdag-file", str(scene_file(tmp_path)), "--iterations", "1",
          "--num-actors", "2", "--threads", "1", *options],
-        env={**os.environ, **TINY, "TMPDIR": str(scratch)},
+        env={**os.environ, **TINY, **settings, "TMPDIR": str(scratch)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -63,6 +64,21 @@ def test_bench_train_prints_its_json_line_alone_and_keeps_no_run_folder(tmp_path
     assert 0 < report["minibatches_per_update"] <= report["scheduled_minibatches_per_update"]
     assert report["split_seconds"]["env"] > 0  # the collector's own seconds, on its thread when ahead
     assert list((tmp_path / "tmp").glob("navi-bench-*")) == []  # the run folder went with the run
+
+
+@pytest.mark.parametrize(("symmetry", "counted"), [("0.5", True), ("0", False)])
+def test_the_update_flops_count_the_mirrored_replay_each_update_runs_outside_its_minibatches(
+    tmp_path: Path, symmetry: str, counted: bool
+) -> None:
+    """With the symmetry loss on (the default) every update replays the mirrored rollout once without
+    gradients: FLOPs the minibatches' count alone left out of the efficiency (7.5 % of a default
+    update), which are counted now; without the loss there is nothing outside the minibatches."""
+    result = run_bench(tmp_path, "--no-collect-ahead", NAVI_ACTOR_PPO__SYMMETRY_COEF=symmetry)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    outside = report["update_flops_per_update_outside_minibatches"]
+    # the replay evaluates the whole rollout forward: 32 frames against 8 per minibatch, no backward
+    assert (outside > report["update_flops_per_minibatch"] / 2) if counted else (outside == 0)
 
 
 def test_by_operator_splits_the_update_into_operator_classes_that_add_up(tmp_path: Path) -> None:
