@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 import torch
 
 from navi_actor.checkpoints.format import stored_policy_config
@@ -40,6 +41,37 @@ def test_sqrt_depth_known_values() -> None:
         scaled = scale_observation(observation(metres, 4.0), "sqrt_depth")
         assert math.isclose(float(scaled[0, 0, 0, 0]), expected, abs_tol=1e-6)
         assert float(scaled[0, 1, 0, 0]) == 0.5
+
+
+def concatenated_reference(obs: torch.Tensor, transform: str) -> torch.Tensor:
+    """The scaling as it was first written: per-channel results joined with ``torch.cat``."""
+    if transform == "sqrt_depth":
+        depth = obs[:, :1].clamp_min(0.0).sqrt()
+    else:
+        depth = 1.0 + torch.log(obs[:, :1].clamp_min(1e-3)) / -math.log(1e-3)
+    parts = [depth]
+    if obs.shape[1] > 1:
+        parts.append(obs[:, 1:2] * 0.125)
+    if obs.shape[1] > 2:
+        parts.append(obs[:, 2:])
+    return torch.cat(parts, dim=1)
+
+
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+@pytest.mark.parametrize("transform", ["sqrt_depth", "log_depth"])
+def test_the_scaling_written_in_place_equals_the_concatenated_one_bit_for_bit(
+    transform: str, channels: int
+) -> None:
+    """Trained checkpoints and the recorded learning results rest on these exact values."""
+    generator = torch.Generator().manual_seed(channels)
+    obs = torch.rand(6, channels, 16, 8, generator=generator) * 1.2 - 0.1  # below 0 and above 1 too
+    obs[:, 1:2] = torch.randint(0, 9, (6, 1, 16, 8), generator=generator).float()[:, : channels - 1]
+    expected = concatenated_reference(obs, transform)
+    scaled = scale_observation(obs, transform)
+    assert scaled.shape == expected.shape and torch.equal(scaled, expected)
+    strided = obs.transpose(2, 3).contiguous().transpose(2, 3)  # the same values, another layout
+    from_strided = scale_observation(strided, transform)
+    assert torch.equal(from_strided, expected) and from_strided.is_contiguous()
 
 
 def test_none_is_the_identity() -> None:
