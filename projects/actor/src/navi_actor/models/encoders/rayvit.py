@@ -22,6 +22,7 @@ import torch.nn.functional as nnf
 from torch import nn
 
 from navi_actor.models.config import PolicyConfig
+from navi_actor.models.encoders.sector_means import token_sector_means
 from navi_actor.models.encoders.spherical_cnn import SphericalCNNEncoder
 from navi_actor.models.positional import spherical_positional_encoding
 
@@ -114,8 +115,8 @@ class RayViTEncoder(nn.Module):
         if self.cls_token is None:  # sector readout: every layer in full, then the sector grid's means
             for block in self.blocks:
                 tokens = block(tokens)
-            grid = self.norm_out(tokens).transpose(1, 2).unflatten(2, self.grid)  # [B, D, Az/p, El/p]
-            return self.norm_embed(self.project(nnf.adaptive_avg_pool2d(grid, SECTORS).flatten(1)))
+            sector_means = token_sector_means(self.norm_out(tokens), self.grid, SECTORS)  # [B, D*8*2]
+            return self.norm_embed(self.project(sector_means))
         cls = self.cls_token.expand(tokens.shape[0], -1, -1)
         tokens = torch.cat([cls, tokens], dim=1)  # [B, 1 + L, D]
         last = len(self.blocks) - 1
