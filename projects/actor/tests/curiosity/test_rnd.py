@@ -33,6 +33,16 @@ def test_reward_drops_on_repeated_observations_after_updates() -> None:
     assert before_novel > 0
 
 
+def test_the_predictor_reads_the_pooled_depth_and_valid_channels_and_checkpoints_keep_their_keys() -> None:
+    """The channels are picked with a kept index; the pooled inputs are the depth and valid channels'
+    8 x 8 means as before, and the index is not part of the state (checkpoints load as they were)."""
+    rnd = RandomNetworkDistillation(RndConfig(pool=8), AZ, EL)
+    obs = scene_obs(4, 5)
+    expected = torch.nn.functional.avg_pool2d(torch.stack([obs[:, 0], obs[:, 2]], dim=1), 8).flatten(1)
+    assert torch.equal(rnd._pooled(obs), expected)
+    assert not any("depth_and_valid" in key for key in rnd.state_dict())
+
+
 def test_target_is_frozen_and_predictor_trains() -> None:
     rnd = RandomNetworkDistillation(RndConfig(), AZ, EL)
     target_before = [p.clone() for p in rnd.target.parameters()]
