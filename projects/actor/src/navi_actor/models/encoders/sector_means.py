@@ -8,7 +8,7 @@ token grid splits evenly into the sectors (the default: 32 x 6 tokens, 8 x 2 sec
 :func:`token_sector_means` sums each sector's tokens in the pooling kernel's order (azimuth outer,
 elevation inner) and divides once, as that kernel does for this layout; its backward spreads the
 gradient divided by each window side in turn, as the pooling backward does. Forward and gradients
-are equal to the pooling's bit for bit (``test_sector_means.py``), so trained checkpoints and
+are equal to the CPU pooling's bit for bit (``test_sector_means.py``), so trained checkpoints and
 recorded results keep their values. Other grids (a sector wider than the grid, or uneven windows)
 use the pooling itself.
 """
