@@ -8,7 +8,8 @@ into a fresh 24,576 x 128 output took 2.4 ms against 0.07 ms into reused memory,
 without counted arithmetic took a third of the update's time. Fixing the mmap threshold at 32 MiB
 and the trim threshold at 1 GiB keeps those blocks mapped for reuse: in seven alternating
 ``scripts/bench_train.py`` pairs the update ran 8 % faster, at 0.436 of the dense-matmul rate
-against 0.399 on average (higher in every pair), and the trainer 3.9 % more steps per second
+against 0.399 on average (higher in every pair; counted then without the symmetry loss's mirrored
+replay, which the benchmark counts since: times 1.08), and the trainer 3.9 % more steps per second
 (docs/experiments/2026-11-trainer-throughput.md, 2026-12-08). The cost is resident memory: up to the
 trim threshold of freed heap may stay with the process (the benchmark's peak did not move).
 """
